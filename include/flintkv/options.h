@@ -1,0 +1,47 @@
+// Options for FlintKV pools and the standalone store.
+//
+// Plain value types; copy freely. Every size limit here is checked at the API
+// boundary and violations return Status::InvalidArgument.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <string>
+
+namespace flintkv {
+
+// Extra cost added to every flushed cache line and every fence, to make an
+// emulated pool (tmpfs / DRAM) behave like Optane DCPMM. Zero means off.
+// See docs/latency_model.md for the published figures behind the preset.
+struct LatencyModel {
+  uint32_t ns_per_flushed_line = 0;
+  uint32_t ns_per_fence = 0;
+
+  // Preset after published Optane DCPMM measurements (docs/latency_model.md).
+  static LatencyModel Optane() { return LatencyModel{30, 90}; }
+  bool enabled() const { return ns_per_flushed_line || ns_per_fence; }
+};
+
+struct PoolOptions {
+  // Pool file. On fsdax PMEM use a file on the DAX mount; anything else
+  // (tmpfs such as /dev/shm, or a regular file) is emulated PMEM.
+  std::string path;
+  // Size of a newly created pool. Ignored when opening an existing pool.
+  uint64_t size = 1ull << 30;
+  bool create_if_missing = true;
+  bool error_if_exists = false;
+  // PMEM is handed out to each writer thread in chunks of this size.
+  uint64_t chunk_size = 4ull << 20;
+  LatencyModel latency;
+  // Where one-line notices (e.g. "emulated PMEM") go; stderr if empty.
+  std::function<void(const std::string&)> info_log;
+};
+
+struct StoreOptions {
+  PoolOptions pool;
+  size_t max_key_size = 64 << 10;     // bytes
+  size_t max_value_size = 64 << 20;   // bytes
+};
+
+}  // namespace flintkv

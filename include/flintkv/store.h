@@ -1,0 +1,106 @@
+// flintkv::Store — the standalone durable skiplist (the paper's engine).
+//
+// Thread safety: all Store methods may be called concurrently from any number
+// of threads. An Iterator is used by one thread at a time.
+// Durability: when Put, Delete or Write returns OK the update is durable
+// (durable linearizability); after a crash, reopening the pool brings back
+// every acknowledged update and nothing from a torn batch.
+// Visibility: a WriteBatch becomes visible atomically; a Snapshot (and any
+// Iterator) observes one point in time, forward and backward.
+// Errors: every call returns Status; nothing throws.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "flintkv/options.h"
+#include "flintkv/status.h"
+
+namespace flintkv {
+
+// An ordered list of puts and deletes applied atomically by Store::Write.
+// When a key appears more than once, the last operation on it wins.
+class WriteBatch {
+ public:
+  void Put(std::string_view key, std::string_view value);
+  void Delete(std::string_view key);
+  void Clear() { ops_.clear(); }
+  size_t Count() const { return ops_.size(); }
+
+  struct Op {
+    bool is_delete;
+    std::string key;
+    std::string value;
+  };
+  const std::vector<Op>& ops() const { return ops_; }
+
+ private:
+  std::vector<Op> ops_;
+};
+
+// A point in time. Cheap: holds a version number; release is a no-op beyond
+// freeing the handle (versions are never garbage-collected while open).
+class Snapshot {
+ public:
+  explicit Snapshot(uint64_t version) : version_(version) {}
+  uint64_t version() const { return version_; }
+
+ private:
+  uint64_t version_;
+};
+
+class Iterator {
+ public:
+  virtual ~Iterator() = default;
+  virtual bool Valid() const = 0;
+  virtual void SeekToFirst() = 0;
+  virtual void SeekToLast() = 0;
+  virtual void Seek(std::string_view target) = 0;         // first key >= target
+  virtual void SeekForPrev(std::string_view target) = 0;  // last key <= target
+  virtual void Next() = 0;
+  virtual void Prev() = 0;
+  // Valid only while Valid() and until the next move; points into the pool.
+  virtual std::string_view key() const = 0;
+  virtual std::string_view value() const = 0;
+};
+
+struct StoreStats {
+  uint64_t visible_version = 0;
+  uint64_t nodes = 0;             // persistent nodes (all versions)
+  uint64_t pmem_bytes_reserved = 0;
+  uint64_t dram_index_bytes = 0;
+  // Filled on open of an existing pool.
+  uint64_t recovered_nodes = 0;
+  uint64_t dropped_uncommitted = 0;  // version-MAX nodes (P4)
+  uint64_t rolled_back_batch = 0;    // nodes of a torn batch (P3)
+  bool emulated_pmem = true;
+};
+
+class Store {
+ public:
+  // Opens (or creates, per options.pool) the store in the pool file.
+  // A foreign, truncated or corrupt file yields a non-OK Status.
+  static Status Open(const StoreOptions& options, std::unique_ptr<Store>* out);
+
+  virtual ~Store() = default;
+
+  virtual Status Put(std::string_view key, std::string_view value) = 0;
+  virtual Status Delete(std::string_view key) = 0;
+  virtual Status Write(const WriteBatch& batch) = 0;
+  // NotFound if absent or deleted. snapshot may be null (latest).
+  virtual Status Get(std::string_view key, std::string* value,
+                     const Snapshot* snapshot = nullptr) = 0;
+  virtual std::unique_ptr<Snapshot> GetSnapshot() = 0;
+  // snapshot may be null: the iterator then takes its own snapshot now.
+  virtual std::unique_ptr<Iterator> NewIterator(
+      const Snapshot* snapshot = nullptr) = 0;
+  virtual StoreStats GetStats() = 0;
+  // Flushes nothing (every write is already durable); releases the pool.
+  // Also done by the destructor.
+  virtual Status Close() = 0;
+};
+
+}  // namespace flintkv

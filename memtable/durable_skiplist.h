@@ -1,0 +1,189 @@
+// DurableSkipList: the FlintKV durable skiplist (paper §3-§5, Alg. 1-5).
+//
+// Structure: a DRAM index of IndexNodes over a sorted singly-linked list of
+// NvmNodes in PMEM, ordered by (key ascending, version descending).
+// Updates run in four phases: locate (lock-free traversal), prepare
+// (allocate + flush the node, persist its successor pointer, prefetch),
+// attach (flat combiner validates the cached neighbours, assigns the
+// version, links, persists the predecessor pointer with a single fence,
+// publishes visible_version) and promote (lock-free upper levels).
+//
+// Thread safety: Insert/InsertBatch/readers/iterators may run concurrently
+// from any threads (at most ThreadId::kMaxThreads at once). Recover() must
+// run before any other call, on one thread.
+//
+// Persistence invariants (see pmem/layout.h, DESIGN.md):
+//  P1 a node's header, key and value, and its successor pointer, are durable
+//     before any persistent pointer to it is (prepare's PERSIST_RANGE).
+//  P2 when Insert returns, the node is durable and reachable from the head
+//     (combiner's PERSIST_RANGE of the predecessor pointer; it also fences
+//     the unfenced version flush before it).
+//  P3 a batch is all-or-nothing after a crash: commit_version is durable
+//     before batch_mode=1, every node of the batch is linked durably before
+//     batch_mode=0, and recovery rolls back versions > commit_version while
+//     batch_mode=1.
+//  P4 recovery drops only version-MAX nodes and a torn batch (rule R1: the
+//     single-fence optimisation lets a linked node's version still read MAX
+//     after a crash; such an operation had not returned).
+//  P5 readers filter by a cached visible_version, which a batch advances
+//     once, after all its nodes are linked.
+// Memory orderings: visible_version is published with release and read with
+// acquire; level-0 links are release stores under the combiner lock.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <mutex>
+#include <vector>
+
+#include "flintkv/status.h"
+#include "memtable/index_node.h"
+#include "memtable/key_comparator.h"
+#include "memtable/thread_id.h"
+#include "pmem/layout.h"
+#include "pmem/region.h"
+
+namespace flintkv {
+namespace memtable {
+
+struct SkipListOptions {
+  // Equal keys are duplicates to reject (RocksDB internal keys are unique);
+  // otherwise an equal key is a newer version of the same key.
+  bool unique_keys = false;
+  // Standalone semantics for iterators: show the newest visible version of
+  // each key and hide tombstones. Off for the RocksDB memtable, which wants
+  // every entry.
+  bool collapse_versions = true;
+  // Benchmark baseline: run every phase of every update under one mutex.
+  bool global_lock = false;
+  // Bytes per PMEM chunk handed to a writer thread.
+  size_t chunk_size = 4 << 20;
+};
+
+struct RecoveryStats {
+  uint64_t nodes_kept = 0;
+  uint64_t dropped_uncommitted = 0;  // version MAX (rule R1, P4)
+  uint64_t rolled_back_batch = 0;    // torn batch (P3)
+  uint64_t max_version = 0;
+};
+
+enum class InsertResult { kOk, kDuplicate };
+
+template <class P>
+class DurableSkipList {
+ public:
+  DurableSkipList(const KeyComparator* cmp, pmem::Region* region,
+                  pmem::ListRoot* root, const SkipListOptions& options);
+  ~DurableSkipList();
+  DurableSkipList(const DurableSkipList&) = delete;
+  DurableSkipList& operator=(const DurableSkipList&) = delete;
+
+  // Reserves an unlinked node with data_size bytes of data in this thread's
+  // PMEM arena. The caller writes data (length-prefixed key, then payload)
+  // and calls SealNode. NoSpace when the region is full.
+  Status AllocateNode(size_t data_size, pmem::NvmNode** node);
+  // Finishes the header of an allocated node (key_size, flags, check).
+  static void SealNode(pmem::NvmNode* node, uint32_t key_size, uint32_t flags);
+
+  // PUT (Algorithm 1). On OK the node is durable and visible.
+  Status Insert(pmem::NvmNode* node, InsertResult* result = nullptr);
+  // WRITEBATCH (Algorithms 3-4): all nodes become durable and visible
+  // atomically. Keys must be pairwise distinct.
+  Status InsertBatch(pmem::NvmNode* const* nodes, size_t n);
+
+  // Rebuilds the index from the persistent list (§5). See P4.
+  Status Recover(RecoveryStats* stats);
+
+  uint64_t VisibleVersion() const {
+    return visible_version_.load(std::memory_order_acquire);
+  }
+  // Newest node with this key and version <= vv, or nullptr.
+  const IndexNode* Find(const char* key, uint64_t vv) const;
+
+  class Iterator {
+   public:
+    Iterator(const DurableSkipList* list, uint64_t vv)
+        : list_(list), vv_(vv) {}
+    bool Valid() const { return node_ != nullptr; }
+    const IndexNode* node() const { return node_; }
+    void Seek(const char* key);
+    void SeekForPrev(const char* key);
+    void SeekToFirst();
+    void SeekToLast();
+    void Next();
+    void Prev();
+    uint64_t version() const { return vv_; }
+
+   private:
+    void SettleForward(const IndexNode* n);
+    void SettleBackward(const char* bound);
+    const DurableSkipList* list_;
+    uint64_t vv_;
+    const IndexNode* node_ = nullptr;
+  };
+
+  size_t NumEntries() const;
+  size_t DramBytes() const;
+  size_t PmemBytes() const {
+    return pmem_bytes_.load(std::memory_order_relaxed);
+  }
+  const KeyComparator* comparator() const { return cmp_; }
+  pmem::ListRoot* root() const { return root_; }
+  pmem::Region* region() const { return region_; }
+
+ private:
+  enum AdvStatus : int { kEmpty = 0, kReady, kSuccess, kFailed };
+
+  // One prepared node and its cached neighbours (an "advertisement" entry).
+  struct PutAdv {
+    IndexNode* inode;
+    IndexNode* preds[kMaxHeight];
+    IndexNode* succs[kMaxHeight];
+  };
+
+  // Per-thread state, one cache line apart to avoid false sharing.
+  struct alignas(64) Slot {
+    std::atomic<int> status{kEmpty};
+    PutAdv* put = nullptr;
+    std::vector<PutAdv>* batch = nullptr;
+    char* arena_cur = nullptr;  // this thread's PMEM bump arena
+    char* arena_end = nullptr;
+    uint64_t nodes = 0;
+    uint64_t dram_bytes = 0;
+  };
+
+  Status PrepareOnce(pmem::NvmNode* node, IndexNode** inode);
+  void Locate(const char* key, IndexNode** preds, IndexNode** succs) const;
+  void Prepare(PutAdv* adv);
+  int Attach(Slot* slot);
+  void CombineAll();
+  bool ProcessPut(PutAdv* adv, bool in_batch);
+  void ProcessBatch(std::vector<PutAdv>* batch);
+  void Promote(PutAdv* adv);
+  bool IsDuplicate(const IndexNode* inode, const IndexNode* succ) const;
+
+  // Traversal helpers for readers.
+  const IndexNode* FindGreaterOrEqual(const char* key, uint64_t vv) const;
+  const IndexNode* FindLessThan(const char* key) const;  // nullptr key: last
+  bool Before(const IndexNode* a, const IndexNode* b) const;
+
+  static int RandomHeight();
+  uint64_t ToOffset(const void* p) const { return region_->ToOffset(p); }
+
+  const KeyComparator* const cmp_;
+  pmem::Region* const region_;
+  pmem::ListRoot* const root_;
+  const SkipListOptions options_;
+  IndexNode* head_;
+  std::atomic<int> max_height_{1};
+  std::atomic<uint64_t> visible_version_{0};
+  alignas(64) std::atomic<bool> combiner_lock_{false};
+  std::mutex global_mu_;  // global_lock baseline only
+  std::atomic<size_t> pmem_bytes_{0};
+  std::vector<Slot> slots_;
+};
+
+}  // namespace memtable
+}  // namespace flintkv
+
+#include "memtable/durable_skiplist_inl.h"

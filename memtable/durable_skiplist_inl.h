@@ -1,0 +1,590 @@
+// Definitions for durable_skiplist.h (template on the persistence policy P).
+// Every flush/fence names the invariant it serves; see the header contract.
+#pragma once
+
+#include <immintrin.h>
+#include <sched.h>
+
+#include <cstring>
+
+#include "memtable/list_walk.h"
+#include "pmem/persist.h"
+
+namespace flintkv {
+namespace memtable {
+
+namespace detail {
+// Bounded spin, then yield: waiters must not starve a preempted combiner
+// when threads outnumber cores.
+inline void Backoff(int* spins) {
+  if (++*spins < 128) {
+    _mm_pause();
+  } else {
+    sched_yield();
+  }
+}
+}  // namespace detail
+
+template <class P>
+DurableSkipList<P>::DurableSkipList(const KeyComparator* cmp,
+                                    pmem::Region* region,
+                                    pmem::ListRoot* root,
+                                    const SkipListOptions& options)
+    : cmp_(cmp),
+      region_(region),
+      root_(root),
+      options_(options),
+      slots_(ThreadId::kMaxThreads) {
+  head_ = NewIndexNode(&root_->head, "", 0, kMaxHeight, 0);
+}
+
+template <class P>
+DurableSkipList<P>::~DurableSkipList() {
+  IndexNode* n = head_;
+  while (n) {
+    IndexNode* next = n->next_[0].load(std::memory_order_relaxed);
+    DeleteIndexNode(n);
+    n = next;
+  }
+}
+
+template <class P>
+int DurableSkipList<P>::RandomHeight() {
+  // Branching factor 4, as RocksDB's skiplists; xorshift per thread.
+  static thread_local uint64_t state =
+      0x9e3779b97f4a7c15ull ^ reinterpret_cast<uintptr_t>(&state);
+  int h = 1;
+  while (h < kMaxHeight) {
+    state ^= state << 13;
+    state ^= state >> 7;
+    state ^= state << 17;
+    if ((state & 3) != 0) break;
+    h++;
+  }
+  return h;
+}
+
+template <class P>
+Status DurableSkipList<P>::AllocateNode(size_t data_size,
+                                        pmem::NvmNode** node) {
+  int tid = ThreadId::Get();
+  if (tid < 0) return Status::Busy("more than 512 concurrent writer threads");
+  if (data_size > UINT32_MAX) {
+    return Status::InvalidArgument("entry larger than 4 GiB");
+  }
+  Slot& s = slots_[tid];
+  size_t size = pmem::NvmNode::AllocSize(data_size);
+  if (static_cast<size_t>(s.arena_end - s.arena_cur) < size) {
+    char* begin;
+    size_t len;
+    // A node of more than a quarter chunk gets a chunk of its own, so big
+    // values do not waste the rest of the thread's arena.
+    bool own = size > options_.chunk_size / 4;
+    Status st =
+        region_->NewChunk(root_->list_id, own ? size : options_.chunk_size,
+                          &begin, &len);
+    if (!st.ok()) return st;
+    pmem_bytes_.fetch_add(len, std::memory_order_relaxed);
+    if (own) {
+      *node = reinterpret_cast<pmem::NvmNode*>(begin);
+      (*node)->data_size = static_cast<uint32_t>(data_size);
+      return Status::OK();
+    }
+    s.arena_cur = begin;
+    s.arena_end = begin + len;
+  }
+  *node = reinterpret_cast<pmem::NvmNode*>(s.arena_cur);
+  s.arena_cur += size;
+  (*node)->data_size = static_cast<uint32_t>(data_size);
+  return Status::OK();
+}
+
+template <class P>
+void DurableSkipList<P>::SealNode(pmem::NvmNode* node, uint32_t key_size,
+                                  uint32_t flags) {
+  node->key_size = key_size;
+  node->flags = flags;
+  node->check = pmem::NvmNode::HeaderCheck(node->data_size, key_size, flags);
+}
+
+// Location-independent part of PREPARE (Alg. 1 lines 15-20), done once per
+// operation before the first locate so that locate compares DRAM keys.
+template <class P>
+Status DurableSkipList<P>::PrepareOnce(pmem::NvmNode* node,
+                                       IndexNode** inode) {
+  node->version = pmem::kUncommittedVersion;
+  node->next = 0;
+  if (!P::Faulty(pmem::Fault::kNoNodeFlush)) {
+    // P1: body flushed now, fenced by Prepare's PERSIST_RANGE.
+    P::Flush(node, sizeof(pmem::NvmNode) + node->data_size);
+  }
+  int height = RandomHeight();
+  *inode = NewIndexNode(node, node->data(), node->key_size, height,
+                        pmem::kUncommittedVersion);
+  if (!*inode) return Status::NoSpace("out of DRAM for the index");
+  int tid = ThreadId::Get();
+  slots_[tid].nodes++;
+  slots_[tid].dram_bytes += IndexNode::AllocSize(height, node->key_size);
+  int mh = max_height_.load(std::memory_order_relaxed);
+  while (height > mh && !max_height_.compare_exchange_weak(
+                            mh, height, std::memory_order_relaxed)) {
+  }
+  return Status::OK();
+}
+
+// LOCATE: lock-free search; preds[i] is the last node with key < key at
+// level i (so a new version lands before all older versions of its key).
+template <class P>
+void DurableSkipList<P>::Locate(const char* key, IndexNode** preds,
+                                IndexNode** succs) const {
+  IndexNode* x = head_;
+  for (int level = kMaxHeight - 1; level >= 0; level--) {
+    IndexNode* next = x->Next(level);
+    while (next && cmp_->Compare(next->key(), key) < 0) {
+      x = next;
+      next = x->Next(level);
+    }
+    preds[level] = x;
+    succs[level] = next;
+  }
+}
+
+// Per-attempt part of PREPARE (Alg. 1 lines 21-24).
+template <class P>
+void DurableSkipList<P>::Prepare(PutAdv* adv) {
+  IndexNode* in = adv->inode;
+  for (int i = 0; i < in->height; i++) {
+    in->next_[i].store(adv->succs[i], std::memory_order_relaxed);
+  }
+  pmem::NvmNode* pn = in->pnode;
+  pn->next = adv->succs[0] ? ToOffset(adv->succs[0]->pnode) : 0;
+  if (P::Faulty(pmem::Fault::kNoPrepareFence)) {
+    P::Flush(&pn->next, sizeof(pn->next));
+  } else {
+    // P1: node body + successor durable before the combiner links it.
+    P::Persist(&pn->next, sizeof(pn->next));
+  }
+  P::Prefetch(pn);  // the combiner writes pn->version next
+}
+
+template <class P>
+bool DurableSkipList<P>::IsDuplicate(const IndexNode* inode,
+                                     const IndexNode* succ) const {
+  return options_.unique_keys && succ &&
+         cmp_->Compare(succ->key(), inode->key()) == 0;
+}
+
+template <class P>
+Status DurableSkipList<P>::Insert(pmem::NvmNode* node, InsertResult* result) {
+  if (result) *result = InsertResult::kOk;
+  int tid = ThreadId::Get();
+  if (tid < 0) return Status::Busy("more than 512 concurrent writer threads");
+  PutAdv adv;
+  Status s = PrepareOnce(node, &adv.inode);
+  if (!s.ok()) return s;
+  if (options_.global_lock) {
+    std::lock_guard<std::mutex> g(global_mu_);
+    Locate(adv.inode->key(), adv.preds, adv.succs);
+    if (IsDuplicate(adv.inode, adv.succs[0])) {
+      DeleteIndexNode(adv.inode);
+      if (result) *result = InsertResult::kDuplicate;
+      return Status::OK();
+    }
+    Prepare(&adv);
+    ProcessPut(&adv, false);  // cannot fail: nothing moved under the lock
+    Promote(&adv);
+    P::FullFence();
+    return Status::OK();
+  }
+  Slot* slot = &slots_[tid];
+  while (true) {
+    Locate(adv.inode->key(), adv.preds, adv.succs);
+    if (IsDuplicate(adv.inode, adv.succs[0])) {
+      // Equal keys cannot appear between pred and succ without failing
+      // validation, so a duplicate is always seen here.
+      DeleteIndexNode(adv.inode);
+      if (result) *result = InsertResult::kDuplicate;
+      return Status::OK();
+    }
+    Prepare(&adv);
+    slot->put = &adv;
+    slot->batch = nullptr;
+    if (Attach(slot) == kSuccess) break;
+  }
+  Promote(&adv);
+  return Status::OK();
+}
+
+template <class P>
+Status DurableSkipList<P>::InsertBatch(pmem::NvmNode* const* nodes,
+                                       size_t n) {
+  if (n == 0) return Status::OK();
+  int tid = ThreadId::Get();
+  if (tid < 0) return Status::Busy("more than 512 concurrent writer threads");
+  std::vector<PutAdv> advs(n);
+  for (size_t i = 0; i < n; i++) {
+    Status s = PrepareOnce(nodes[i], &advs[i].inode);
+    if (!s.ok()) {
+      for (size_t j = 0; j < i; j++) DeleteIndexNode(advs[j].inode);
+      return s;
+    }
+  }
+  auto locate_and_prepare = [&] {
+    // Alg. 3 lines 2-6: never retried by the worker; the combiner retries.
+    for (PutAdv& a : advs) {
+      Locate(a.inode->key(), a.preds, a.succs);
+      Prepare(&a);
+    }
+  };
+  if (options_.global_lock) {
+    std::lock_guard<std::mutex> g(global_mu_);
+    locate_and_prepare();
+    ProcessBatch(&advs);
+    for (PutAdv& a : advs) Promote(&a);
+    P::FullFence();
+    return Status::OK();
+  }
+  locate_and_prepare();
+  Slot* slot = &slots_[tid];
+  slot->put = nullptr;
+  slot->batch = &advs;
+  Attach(slot);  // a batch always succeeds (in-combiner retry)
+  for (PutAdv& a : advs) Promote(&a);
+  return Status::OK();
+}
+
+// ATTACH (Alg. 1 lines 27-44): advertise, then either observe completion or
+// become the combiner.
+template <class P>
+int DurableSkipList<P>::Attach(Slot* slot) {
+  slot->status.store(kReady, std::memory_order_release);
+  int spins = 0;
+  while (true) {
+    int st = slot->status.load(std::memory_order_acquire);
+    if (st != kReady) return st;  // early release by another combiner
+    if (!combiner_lock_.load(std::memory_order_relaxed) &&
+        !combiner_lock_.exchange(true, std::memory_order_acquire)) {
+      CombineAll();
+      combiner_lock_.store(false, std::memory_order_release);
+      // Alg. 1 line 40 (P2): our own link is durable before we return.
+      P::FullFence();
+      return slot->status.load(std::memory_order_acquire);
+    }
+    detail::Backoff(&spins);
+  }
+}
+
+template <class P>
+void DurableSkipList<P>::CombineAll() {
+  int hw = ThreadId::HighWater();
+  for (int i = 0; i < hw; i++) {
+    Slot& s = slots_[i];
+    if (s.status.load(std::memory_order_acquire) != kReady) continue;
+    if (s.batch) {
+      ProcessBatch(s.batch);
+      s.status.store(kSuccess, std::memory_order_release);
+    } else {
+      bool ok = ProcessPut(s.put, false);
+      s.status.store(ok ? kSuccess : kFailed, std::memory_order_release);
+    }
+  }
+}
+
+// PROCESS_PUT (Alg. 2). Runs under the combiner lock (or the global lock).
+template <class P>
+bool DurableSkipList<P>::ProcessPut(PutAdv* adv, bool in_batch) {
+  IndexNode* in = adv->inode;
+  IndexNode* pred = adv->preds[0];
+  // Level 0 only changes under this lock, so a relaxed load suffices.
+  if (pred->next_[0].load(std::memory_order_relaxed) != adv->succs[0]) {
+    return false;
+  }
+  uint64_t v = visible_version_.load(std::memory_order_relaxed) + 1;
+  in->version.store(v, std::memory_order_relaxed);
+  pmem::NvmNode* pn = in->pnode;
+  pn->version = v;
+  if (!P::Faulty(pmem::Fault::kNoVersionFlush)) {
+    // Rule R1: flushed but not fenced here; the fence below covers it, and a
+    // crash before that fence leaves version MAX, which recovery drops (P4).
+    P::Flush(&pn->version, sizeof(pn->version));
+  }
+  pred->next_[0].store(in, std::memory_order_release);  // visible to locate
+  pmem::NvmNode* pred_pn = pred->pnode;
+  pred_pn->next = ToOffset(pn);
+  if (!P::Faulty(pmem::Fault::kNoLinkFlush)) {
+    // P2: the single fence of a PUT; durable link + version.
+    P::Persist(&pred_pn->next, sizeof(pred_pn->next));
+  }
+  if (!in_batch) visible_version_.store(v, std::memory_order_release);  // P5
+  return true;
+}
+
+// PROCESS_WRITEBATCH (Alg. 4).
+template <class P>
+void DurableSkipList<P>::ProcessBatch(std::vector<PutAdv>* batch) {
+  uint64_t commit = visible_version_.load(std::memory_order_relaxed);
+  if (P::Faulty(pmem::Fault::kBatchModeBeforeCommit)) {
+    root_->batch_mode = 1;
+    P::Persist(&root_->batch_mode, sizeof(root_->batch_mode));
+    root_->commit_version = commit;
+    P::Persist(&root_->commit_version, sizeof(root_->commit_version));
+  } else {
+    // P3: the rollback bound is durable before batch mode is entered.
+    root_->commit_version = commit;
+    P::Persist(&root_->commit_version, sizeof(root_->commit_version));
+    root_->batch_mode = 1;
+    P::Persist(&root_->batch_mode, sizeof(root_->batch_mode));
+  }
+  for (PutAdv& a : *batch) {
+    // At most one retry: the re-locate runs under the lock (§4.2).
+    while (!ProcessPut(&a, true)) {
+      Locate(a.inode->key(), a.preds, a.succs);
+      Prepare(&a);
+    }
+  }
+  root_->batch_mode = 0;
+  // P3: commit point; every node of the batch was persisted before this.
+  P::Persist(&root_->batch_mode, sizeof(root_->batch_mode));
+  visible_version_.store(commit + 1, std::memory_order_release);  // P5
+}
+
+template <class P>
+bool DurableSkipList<P>::Before(const IndexNode* a, const IndexNode* b) const {
+  int c = cmp_->Compare(a->key(), b->key());
+  return c < 0 || (c == 0 && a->Version() > b->Version());
+}
+
+// PROMOTE: lock-free insertion into levels 1..height-1, bottom up.
+template <class P>
+void DurableSkipList<P>::Promote(PutAdv* adv) {
+  IndexNode* in = adv->inode;
+  for (int i = 1; i < in->height; i++) {
+    while (true) {
+      IndexNode* pred = adv->preds[i];
+      IndexNode* succ = adv->succs[i];
+      in->next_[i].store(succ, std::memory_order_relaxed);
+      if (pred->next_[i].compare_exchange_strong(succ, in,
+                                                 std::memory_order_release,
+                                                 std::memory_order_relaxed)) {
+        break;
+      }
+      // Stale neighbours: walk on from pred (nodes are never removed, and
+      // pred still orders before us) in (key asc, version desc) order.
+      IndexNode* x = pred;
+      IndexNode* next = x->Next(i);
+      while (next && Before(next, in)) {
+        x = next;
+        next = x->Next(i);
+      }
+      adv->preds[i] = x;
+      adv->succs[i] = next;
+    }
+  }
+}
+
+// First node at level 0 that is not (key < target, or key == target and
+// invisible at vv): Algorithm 5's version-aware CMP.
+template <class P>
+const IndexNode* DurableSkipList<P>::FindGreaterOrEqual(const char* key,
+                                                        uint64_t vv) const {
+  const IndexNode* x = head_;
+  const IndexNode* next = nullptr;
+  for (int level = max_height_.load(std::memory_order_relaxed) - 1; level >= 0;
+       level--) {
+    next = x->Next(level);
+    while (next) {
+      int c = cmp_->Compare(next->key(), key);
+      if (c > 0 || (c == 0 && next->Version() <= vv)) break;
+      x = next;
+      next = x->Next(level);
+    }
+  }
+  return next;
+}
+
+template <class P>
+const IndexNode* DurableSkipList<P>::FindLessThan(const char* key) const {
+  const IndexNode* x = head_;
+  for (int level = kMaxHeight - 1; level >= 0; level--) {
+    const IndexNode* next = x->Next(level);
+    while (next && (key == nullptr || cmp_->Compare(next->key(), key) < 0)) {
+      x = next;
+      next = x->Next(level);
+    }
+  }
+  return x == head_ ? nullptr : x;
+}
+
+template <class P>
+const IndexNode* DurableSkipList<P>::Find(const char* key, uint64_t vv) const {
+  const IndexNode* n = FindGreaterOrEqual(key, vv);
+  return (n && cmp_->Compare(n->key(), key) == 0) ? n : nullptr;
+}
+
+template <class P>
+size_t DurableSkipList<P>::NumEntries() const {
+  size_t n = 0;
+  for (const Slot& s : slots_) n += s.nodes;
+  return n;
+}
+
+template <class P>
+size_t DurableSkipList<P>::DramBytes() const {
+  size_t n = IndexNode::AllocSize(kMaxHeight, 0) + slots_.size() * sizeof(Slot);
+  for (const Slot& s : slots_) n += s.dram_bytes;
+  return n;
+}
+
+// §5: walk the sorted persistent list, drop what was never committed, and
+// rebuild the index by appending (the list is sorted: O(n), no searches).
+template <class P>
+Status DurableSkipList<P>::Recover(RecoveryStats* stats) {
+  RecoveryStats st;
+  const bool batch_mode = root_->batch_mode != 0;
+  const uint64_t commit = root_->commit_version;
+  const bool keep_max = P::Faulty(pmem::Fault::kNoMaxRule);
+  IndexNode* last[kMaxHeight];
+  for (auto& l : last) l = head_;
+  Status alloc_status;
+  Slot& slot = slots_[ThreadId::Get() < 0 ? 0 : ThreadId::Get()];
+  Status s = WalkList(
+      *region_, root_, *cmp_, nullptr,
+      [&](const pmem::NvmNode* n) {
+        if (n->version == pmem::kUncommittedVersion && !keep_max) {
+          st.dropped_uncommitted++;  // P4, rule R1
+          return WalkDecision::kDrop;
+        }
+        if (batch_mode && n->version > commit) {
+          st.rolled_back_batch++;  // P3
+          return WalkDecision::kDrop;
+        }
+        int h = RandomHeight();
+        auto* pn = const_cast<pmem::NvmNode*>(n);
+        IndexNode* in = NewIndexNode(pn, pn->data(), pn->key_size, h, n->version);
+        if (!in) {
+          alloc_status = Status::NoSpace("out of DRAM for the index");
+          return WalkDecision::kKeep;
+        }
+        for (int i = 0; i < h; i++) {
+          last[i]->next_[i].store(in, std::memory_order_relaxed);
+          last[i] = in;
+        }
+        if (h > max_height_.load(std::memory_order_relaxed)) {
+          max_height_.store(h, std::memory_order_relaxed);
+        }
+        slot.nodes++;
+        slot.dram_bytes += IndexNode::AllocSize(h, pn->key_size);
+        st.nodes_kept++;
+        if (n->version > st.max_version) st.max_version = n->version;
+        return WalkDecision::kKeep;
+      },
+      [&](uint64_t* link) {
+        // P4: the unlink is flushed; fenced below before batch_mode clears.
+        P::Flush(link, sizeof(*link));
+      });
+  if (!s.ok()) return s;
+  if (!alloc_status.ok()) return alloc_status;
+  P::Fence();  // P4: unlinks durable before the batch record is cleared
+  if (batch_mode) {
+    root_->batch_mode = 0;
+    P::Persist(&root_->batch_mode, sizeof(root_->batch_mode));  // P3
+  }
+  visible_version_.store(st.max_version, std::memory_order_release);
+  if (stats) *stats = st;
+  return Status::OK();
+}
+
+// ---- Iterator: a snapshot at version vv_ (P5) ----
+
+template <class P>
+void DurableSkipList<P>::Iterator::SettleForward(const IndexNode* n) {
+  const bool collapse = list_->options_.collapse_versions;
+  while (n) {
+    if (n->Version() > vv_) {  // not in this snapshot
+      n = n->Next(0);
+      continue;
+    }
+    // n is the newest version of its key in the snapshot.
+    if (collapse && (n->pnode->flags & pmem::kNodeTombstone)) {
+      const IndexNode* m = n->Next(0);
+      while (m && list_->cmp_->Compare(m->key(), n->key()) == 0) m = m->Next(0);
+      n = m;
+      continue;
+    }
+    break;
+  }
+  node_ = n;
+}
+
+// Positions at the newest visible live entry with key < bound (nullptr
+// bound: +infinity).
+template <class P>
+void DurableSkipList<P>::Iterator::SettleBackward(const char* bound) {
+  const bool collapse = list_->options_.collapse_versions;
+  while (true) {
+    const IndexNode* p = list_->FindLessThan(bound);
+    if (!p) {
+      node_ = nullptr;
+      return;
+    }
+    if (!collapse) {
+      if (p->Version() <= vv_) {
+        node_ = p;
+        return;
+      }
+      bound = p->key();
+      continue;
+    }
+    const IndexNode* n = list_->FindGreaterOrEqual(p->key(), vv_);
+    if (n && list_->cmp_->Compare(n->key(), p->key()) == 0 &&
+        !(n->pnode->flags & pmem::kNodeTombstone)) {
+      node_ = n;
+      return;
+    }
+    bound = p->key();
+  }
+}
+
+template <class P>
+void DurableSkipList<P>::Iterator::Seek(const char* key) {
+  SettleForward(list_->FindGreaterOrEqual(key, vv_));
+}
+
+template <class P>
+void DurableSkipList<P>::Iterator::SeekForPrev(const char* key) {
+  Seek(key);
+  if (!Valid()) {
+    SeekToLast();
+  } else if (list_->cmp_->Compare(node_->key(), key) > 0) {
+    Prev();
+  }
+}
+
+template <class P>
+void DurableSkipList<P>::Iterator::SeekToFirst() {
+  SettleForward(list_->head_->Next(0));
+}
+
+template <class P>
+void DurableSkipList<P>::Iterator::SeekToLast() {
+  SettleBackward(nullptr);
+}
+
+template <class P>
+void DurableSkipList<P>::Iterator::Next() {
+  const IndexNode* n = node_->Next(0);
+  if (list_->options_.collapse_versions) {
+    while (n && list_->cmp_->Compare(n->key(), node_->key()) == 0) {
+      n = n->Next(0);
+    }
+  }
+  SettleForward(n);
+}
+
+template <class P>
+void DurableSkipList<P>::Iterator::Prev() {
+  SettleBackward(node_->key());
+}
+
+}  // namespace memtable
+}  // namespace flintkv

@@ -1,0 +1,74 @@
+// IndexNode: the DRAM half of a skiplist entry (§3.2).
+//
+// Holds a copy of the key (so traversals never read PMEM), the version that
+// mirrors the NvmNode's, and `height` successor pointers. Level 0 links are
+// written only by the combiner under its lock; higher levels by lock-free
+// CAS in the promote phase. Nodes are never unlinked while the list lives,
+// so readers need no reclamation scheme.
+// Memory ordering: a node is initialised, then published with a release
+// store/CAS; readers load successors with acquire.
+#pragma once
+
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+#include <new>
+
+#include "pmem/layout.h"
+
+namespace flintkv {
+namespace memtable {
+
+constexpr int kMaxHeight = 12;
+
+struct IndexNode {
+  std::atomic<uint64_t> version;
+  pmem::NvmNode* pnode;
+  uint32_t key_size;
+  uint16_t height;
+  // Followed in memory by next_[height] and then the key bytes.
+  std::atomic<IndexNode*> next_[1];
+
+  IndexNode* Next(int level) const {
+    return next_[level].load(std::memory_order_acquire);
+  }
+  const char* key() const {
+    return reinterpret_cast<const char*>(&next_[height]);
+  }
+  uint64_t Version() const { return version.load(std::memory_order_relaxed); }
+
+  static size_t AllocSize(int height, size_t key_size) {
+    return offsetof(IndexNode, next_) +
+           sizeof(std::atomic<IndexNode*>) * height + key_size;
+  }
+};
+
+// DRAM for index nodes: jemalloc's sized allocation API when built with it.
+void* AllocIndexMemory(size_t size);
+void FreeIndexMemory(void* p, size_t size);
+
+// Allocates and initialises an unlinked node (all successors null).
+inline IndexNode* NewIndexNode(pmem::NvmNode* pnode, const char* key,
+                               uint32_t key_size, int height,
+                               uint64_t version) {
+  void* mem = AllocIndexMemory(IndexNode::AllocSize(height, key_size));
+  if (!mem) return nullptr;
+  auto* n = static_cast<IndexNode*>(mem);
+  n->version.store(version, std::memory_order_relaxed);
+  n->pnode = pnode;
+  n->key_size = key_size;
+  n->height = static_cast<uint16_t>(height);
+  for (int i = 0; i < height; i++) {
+    new (&n->next_[i]) std::atomic<IndexNode*>(nullptr);
+  }
+  std::memcpy(const_cast<char*>(n->key()), key, key_size);
+  return n;
+}
+
+inline void DeleteIndexNode(IndexNode* n) {
+  FreeIndexMemory(n, IndexNode::AllocSize(n->height, n->key_size));
+}
+
+}  // namespace memtable
+}  // namespace flintkv

@@ -1,0 +1,94 @@
+// WalkList: validated traversal of a persistent sorted list (recovery and
+// `flintkv_tool verify`).
+//
+// Every node reached is checked before it is trusted (P7): 16-byte aligned,
+// inside the region (and inside a chunk of the list when chunks are given),
+// a valid header check, a well-formed length-prefixed key, and strictly
+// after its predecessor in (key asc, version desc) order — which also rules
+// out cycles. The first violation ends the walk with Corruption naming the
+// offset. Single-threaded; reads only, except where the visitor drops a
+// node: then the walker unlinks it (*link = node->next) and calls on_unlink
+// so the caller can flush the changed pointer.
+#pragma once
+
+#include <algorithm>
+#include <string>
+#include <vector>
+
+#include "flintkv/status.h"
+#include "memtable/coding.h"
+#include "memtable/key_comparator.h"
+#include "pmem/layout.h"
+#include "pmem/region.h"
+
+namespace flintkv {
+namespace memtable {
+
+struct ChunkRange {
+  uint64_t offset;
+  uint64_t len;
+};
+
+enum class WalkDecision { kKeep, kDrop };
+
+inline bool KeyWellFormed(const pmem::NvmNode* n) {
+  uint32_t len;
+  const char* k = DecodeVarint32(n->data(), n->data() + n->key_size, &len);
+  return k != nullptr && static_cast<uint64_t>(k - n->data()) + len == n->key_size;
+}
+
+// visit(const NvmNode*) -> WalkDecision; on_unlink(uint64_t* link).
+template <class Visit, class OnUnlink>
+Status WalkList(const pmem::Region& region, pmem::ListRoot* root,
+                const KeyComparator& cmp,
+                const std::vector<ChunkRange>* chunks, Visit visit,
+                OnUnlink on_unlink) {
+  uint64_t* link = &root->head.next;
+  const pmem::NvmNode* prev = nullptr;
+  uint64_t count = 0;
+  while (*link != 0) {
+    uint64_t off = *link;
+    auto where = [&](const char* what) {
+      return Status::Corruption("list " + std::to_string(root->list_id) +
+                                ": node #" + std::to_string(count) +
+                                " at offset " + std::to_string(off) + ": " +
+                                what);
+    };
+    if (off % pmem::kNodeAlign != 0 ||
+        !region.InBounds(off, sizeof(pmem::NvmNode))) {
+      return where("pointer out of bounds or misaligned");
+    }
+    auto* n = region.FromOffset<pmem::NvmNode>(off);
+    if (!n->HeaderValid()) return where("bad node header");
+    uint64_t size = pmem::NvmNode::AllocSize(n->data_size);
+    if (!region.InBounds(off, size)) return where("node overruns the pool");
+    if (chunks) {
+      auto it = std::upper_bound(
+          chunks->begin(), chunks->end(), off,
+          [](uint64_t o, const ChunkRange& c) { return o < c.offset; });
+      if (it == chunks->begin() ||
+          off + size > std::prev(it)->offset + std::prev(it)->len) {
+        return where("node is not inside a chunk of this list");
+      }
+    }
+    if (!KeyWellFormed(n)) return where("malformed key");
+    if (prev) {
+      int c = cmp.Compare(prev->data(), n->data());
+      if (c > 0 || (c == 0 && prev->version <= n->version)) {
+        return where("list is not sorted (or has a cycle)");
+      }
+    }
+    prev = n;
+    count++;
+    if (visit(n) == WalkDecision::kDrop) {
+      *link = n->next;
+      on_unlink(link);
+    } else {
+      link = &n->next;
+    }
+  }
+  return Status::OK();
+}
+
+}  // namespace memtable
+}  // namespace flintkv

@@ -1,0 +1,254 @@
+// The standalone engine: flintkv::Store on one DurableSkipList in a pool.
+#include <memory>
+#include <new>
+#include <string>
+#include <unordered_set>
+
+#include "flintkv/store.h"
+#include "memtable/durable_skiplist.h"
+#include "pmem/persist.h"
+#include "pmem/pool.h"
+
+namespace flintkv {
+
+void WriteBatch::Put(std::string_view key, std::string_view value) {
+  ops_.push_back({false, std::string(key), std::string(value)});
+}
+void WriteBatch::Delete(std::string_view key) {
+  ops_.push_back({true, std::string(key), std::string()});
+}
+
+namespace {
+
+using memtable::DurableSkipList;
+using List = DurableSkipList<pmem::PmemPersist>;
+
+// A length-prefixed key built on the stack for short keys.
+class PrefixedKey {
+ public:
+  explicit PrefixedKey(std::string_view key) {
+    size_t n = memtable::VarintLength(key.size()) + key.size();
+    char* p = n <= sizeof(inline_) ? inline_ : (heap_ = new char[n]);
+    char* k = memtable::EncodeVarint32(p, static_cast<uint32_t>(key.size()));
+    std::memcpy(k, key.data(), key.size());
+    data_ = p;
+  }
+  ~PrefixedKey() { delete[] heap_; }
+  const char* data() const { return data_; }
+
+ private:
+  char inline_[128];
+  char* heap_ = nullptr;
+  const char* data_;
+};
+
+std::string_view UserKey(const memtable::IndexNode* n) {
+  return memtable::PrefixedKey(n->key());
+}
+std::string_view UserValue(const memtable::IndexNode* n) {
+  const pmem::NvmNode* p = n->pnode;
+  return std::string_view(p->data() + p->key_size, p->data_size - p->key_size);
+}
+
+class StoreIterator : public Iterator {
+ public:
+  StoreIterator(const List* list, uint64_t vv) : it_(list, vv) {}
+  bool Valid() const override { return it_.Valid(); }
+  void SeekToFirst() override { it_.SeekToFirst(); }
+  void SeekToLast() override { it_.SeekToLast(); }
+  void Seek(std::string_view t) override { it_.Seek(PrefixedKey(t).data()); }
+  void SeekForPrev(std::string_view t) override {
+    it_.SeekForPrev(PrefixedKey(t).data());
+  }
+  void Next() override {
+    if (it_.Valid()) it_.Next();
+  }
+  void Prev() override {
+    if (it_.Valid()) it_.Prev();
+  }
+  std::string_view key() const override {
+    return it_.Valid() ? UserKey(it_.node()) : std::string_view();
+  }
+  std::string_view value() const override {
+    return it_.Valid() ? UserValue(it_.node()) : std::string_view();
+  }
+
+ private:
+  List::Iterator it_;
+};
+
+class StoreImpl : public Store {
+ public:
+  explicit StoreImpl(const StoreOptions& o) : options_(o) {}
+  ~StoreImpl() override { Close(); }
+
+  Status Init(StoreStats* recovered) {
+    Status s = pmem::Pool::Open(options_.pool, &pool_);
+    if (!s.ok()) return s;
+    if (options_.pool.latency.enabled()) {
+      pmem::SetLatencyModel(options_.pool.latency);
+    }
+    pmem::ListRoot* root = nullptr;
+    for (pmem::ListRoot* l : pool_->Lists()) {
+      if (l->kind != pmem::kListStandalone) {
+        return Status::InvalidArgument(
+            options_.pool.path +
+            ": pool holds RocksDB memtables, not a standalone store");
+      }
+      if (root) return Status::Corruption("pool holds two standalone stores");
+      root = l;
+    }
+    bool existed = root != nullptr;
+    if (!existed) {
+      s = pool_->CreateList(pmem::kListStandalone, &root);
+      if (!s.ok()) return s;
+    }
+    memtable::SkipListOptions lo;
+    lo.chunk_size = options_.pool.chunk_size;
+    list_ = std::make_unique<List>(&cmp_, pool_.get(), root, lo);
+    if (existed) {
+      memtable::RecoveryStats rs;
+      s = list_->Recover(&rs);
+      if (!s.ok()) return Status::Corruption(options_.pool.path + ": " + s.message());
+      recovered->recovered_nodes = rs.nodes_kept;
+      recovered->dropped_uncommitted = rs.dropped_uncommitted;
+      recovered->rolled_back_batch = rs.rolled_back_batch;
+    }
+    return Status::OK();
+  }
+
+  Status Put(std::string_view key, std::string_view value) override {
+    pmem::NvmNode* node;
+    Status s = MakeNode(key, value, 0, &node);
+    return s.ok() ? list_->Insert(node) : s;
+  }
+
+  Status Delete(std::string_view key) override {
+    pmem::NvmNode* node;
+    Status s = MakeNode(key, {}, pmem::kNodeTombstone, &node);
+    return s.ok() ? list_->Insert(node) : s;
+  }
+
+  Status Write(const WriteBatch& batch) override {
+    if (!list_) return Status::InvalidArgument("store is closed");
+    // Last operation per key wins; earlier ones would be shadowed forever
+    // by a node of the same version, so they are not written at all.
+    std::unordered_set<std::string_view> seen;
+    std::vector<const WriteBatch::Op*> ops;
+    const auto& all = batch.ops();
+    for (auto it = all.rbegin(); it != all.rend(); ++it) {
+      if (seen.insert(it->key).second) ops.push_back(&*it);
+    }
+    for (const WriteBatch::Op* op : ops) {
+      Status s = CheckSizes(op->key, op->value);
+      if (!s.ok()) return s;
+    }
+    std::vector<pmem::NvmNode*> nodes(ops.size());
+    for (size_t i = 0; i < ops.size(); i++) {
+      Status s = MakeNode(ops[i]->key, ops[i]->value,
+                          ops[i]->is_delete ? uint32_t{pmem::kNodeTombstone} : 0u,
+                          &nodes[i]);
+      if (!s.ok()) return s;
+    }
+    return list_->InsertBatch(nodes.data(), nodes.size());
+  }
+
+  Status Get(std::string_view key, std::string* value,
+             const Snapshot* snapshot) override {
+    if (!list_) return Status::InvalidArgument("store is closed");
+    uint64_t vv = snapshot ? snapshot->version() : list_->VisibleVersion();
+    const memtable::IndexNode* n = list_->Find(PrefixedKey(key).data(), vv);
+    if (!n || (n->pnode->flags & pmem::kNodeTombstone)) {
+      return Status::NotFound();
+    }
+    value->assign(UserValue(n));
+    return Status::OK();
+  }
+
+  std::unique_ptr<Snapshot> GetSnapshot() override {
+    return std::make_unique<Snapshot>(list_ ? list_->VisibleVersion() : 0);
+  }
+
+  std::unique_ptr<Iterator> NewIterator(const Snapshot* snapshot) override {
+    uint64_t vv = snapshot ? snapshot->version() : list_->VisibleVersion();
+    return std::make_unique<StoreIterator>(list_.get(), vv);
+  }
+
+  StoreStats GetStats() override {
+    StoreStats st = recovered_;
+    if (list_) {
+      st.visible_version = list_->VisibleVersion();
+      st.nodes = list_->NumEntries();
+      st.pmem_bytes_reserved = list_->PmemBytes();
+      st.dram_index_bytes = list_->DramBytes();
+    }
+    if (pool_) st.emulated_pmem = !pool_->is_pmem();
+    return st;
+  }
+
+  Status Close() override {
+    list_.reset();
+    pool_.reset();
+    return Status::OK();
+  }
+
+  StoreStats recovered_;
+
+ private:
+  Status CheckSizes(std::string_view key, std::string_view value) const {
+    if (key.size() > options_.max_key_size) {
+      return Status::InvalidArgument("key of " + std::to_string(key.size()) +
+                                     " bytes exceeds max_key_size " +
+                                     std::to_string(options_.max_key_size));
+    }
+    if (value.size() > options_.max_value_size) {
+      return Status::InvalidArgument(
+          "value of " + std::to_string(value.size()) +
+          " bytes exceeds max_value_size " +
+          std::to_string(options_.max_value_size));
+    }
+    return Status::OK();
+  }
+
+  Status MakeNode(std::string_view key, std::string_view value, uint32_t flags,
+                  pmem::NvmNode** out) {
+    if (!list_) return Status::InvalidArgument("store is closed");
+    Status s = CheckSizes(key, value);
+    if (!s.ok()) return s;
+    size_t klen = memtable::VarintLength(key.size()) + key.size();
+    pmem::NvmNode* node;
+    s = list_->AllocateNode(klen + value.size(), &node);
+    if (!s.ok()) return s;
+    char* p = memtable::EncodeVarint32(node->data(),
+                                       static_cast<uint32_t>(key.size()));
+    std::memcpy(p, key.data(), key.size());
+    std::memcpy(p + key.size(), value.data(), value.size());
+    List::SealNode(node, static_cast<uint32_t>(klen), flags);
+    *out = node;
+    return Status::OK();
+  }
+
+  StoreOptions options_;
+  memtable::BytewiseKeyComparator cmp_;
+  std::unique_ptr<pmem::Pool> pool_;
+  std::unique_ptr<List> list_;
+};
+
+}  // namespace
+
+Status Store::Open(const StoreOptions& options, std::unique_ptr<Store>* out) {
+  if (options.max_key_size > (1u << 30) || options.max_value_size > (1u << 30)) {
+    return Status::InvalidArgument("max_key_size/max_value_size above 1 GiB");
+  }
+  try {
+    auto store = std::make_unique<StoreImpl>(options);
+    Status s = store->Init(&store->recovered_);
+    if (!s.ok()) return s;
+    *out = std::move(store);
+    return Status::OK();
+  } catch (const std::bad_alloc&) {
+    return Status::NoSpace("out of memory while opening the store");
+  }
+}
+
+}  // namespace flintkv

@@ -1,0 +1,123 @@
+// On-PMEM format of a FlintKV pool. Treat as a file format: any change bumps
+// kFormatVersion and docs/nvm_layout.md.
+//
+// The pool is a libpmemobj pool (layout kLayoutName). Inside it:
+//  - one PoolRoot (the pmemobj root object) identifies the pool;
+//  - one ListRoot object (type kTypeList) per durable skiplist: a standalone
+//    store or one RocksDB memtable;
+//  - Chunk objects (type kTypeChunk), each owned by one list, from which
+//    writer threads bump-allocate NvmNodes.
+// Every persistent pointer is a byte offset from the pool base (0 = null), so
+// a pool may map at a different address next time.
+//
+// Invariants (cited in code as P1..P7, see DESIGN.md and docs/nvm_layout.md):
+//  - The list reachable from ListRoot::head.next is sorted by (key ascending,
+//    version descending) and acyclic.
+//  - A node reachable from the head has a valid header (HeaderCheck) and lies
+//    inside a chunk of its own list (P1 makes this true after any crash).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+namespace flintkv {
+namespace pmem {
+
+constexpr char kLayoutName[] = "flintkv";
+constexpr uint64_t kPoolMagic = 0x314c4f4f50544e46ull;   // "FNTPOOL1"
+constexpr uint64_t kListMagic = 0x3154534c54544e46ull;   // "FNTTLST1"
+constexpr uint64_t kChunkMagic = 0x314b4e4843544e46ull;  // "FNTCHNK1"
+constexpr uint32_t kFormatVersion = 1;
+
+constexpr uint64_t kTypeList = 1;
+constexpr uint64_t kTypeChunk = 2;
+
+constexpr uint64_t kUncommittedVersion = UINT64_MAX;  // "MAX_UINT" (§4.1)
+constexpr size_t kCacheLine = 64;
+constexpr size_t kNodeAlign = 16;  // keeps {next, version} inside one line
+
+struct PoolRoot {
+  uint64_t magic;
+  uint32_t format_version;
+  uint32_t reserved0;
+  uint64_t pool_size;     // size given at creation
+  uint64_t next_list_id;  // monotonically increasing list ids
+  uint64_t reserved[4];
+};
+
+enum NodeFlags : uint32_t {
+  kNodeTombstone = 1u << 0,  // standalone Delete
+};
+
+// A persistent key/value node. 16-byte aligned; `next` and `version` share a
+// cache line, so the combiner's two writes touch one line per node.
+struct NvmNode {
+  uint64_t next;        // offset of the successor, 0 = end of list
+  uint64_t version;     // kUncommittedVersion until the combiner commits it
+  uint32_t data_size;   // bytes in data[]
+  uint32_t key_size;    // data[0, key_size) is the varint32-length-prefixed key
+  uint32_t flags;       // NodeFlags
+  uint32_t check;       // HeaderCheck(data_size, key_size, flags)
+  // Followed by data_size bytes: the key (length-prefixed), then the value
+  // (standalone) or the rest of the RocksDB entry (memtable).
+  char* data() { return reinterpret_cast<char*>(this + 1); }
+  const char* data() const { return reinterpret_cast<const char*>(this + 1); }
+
+  static uint32_t HeaderCheck(uint32_t data_size, uint32_t key_size,
+                              uint32_t flags) {
+    uint64_t h = (uint64_t{data_size} << 32 | key_size) ^
+                 (uint64_t{flags} * 0x9e3779b97f4a7c15ull) ^ kListMagic;
+    h ^= h >> 29;
+    h *= 0xbf58476d1ce4e5b9ull;
+    h ^= h >> 32;
+    return static_cast<uint32_t>(h);
+  }
+  bool HeaderValid() const {
+    return check == HeaderCheck(data_size, key_size, flags) &&
+           key_size <= data_size;
+  }
+  static size_t AllocSize(size_t data_size) {
+    return (sizeof(NvmNode) + data_size + kNodeAlign - 1) & ~(kNodeAlign - 1);
+  }
+};
+static_assert(sizeof(NvmNode) == 32, "NvmNode header is part of the format");
+
+enum ListKind : uint32_t { kListStandalone = 1, kListMemtable = 2 };
+enum ListState : uint32_t {
+  kListActive = 1,   // may take writes
+  kListSealed = 2,   // read-only (RocksDB immutable memtable)
+  kListRetired = 3,  // contents are in SST files; space is being freed
+};
+
+// Root of one durable skiplist. Fields that change at run time sit on their
+// own cache lines so that their flushes do not drag unrelated state along.
+struct alignas(kCacheLine) ListRoot {
+  // Line 0: identity (written once at creation, then state transitions).
+  uint64_t magic;
+  uint64_t list_id;
+  uint32_t kind;   // ListKind
+  uint32_t state;  // ListState
+  uint64_t reserved0[5];
+  // Line 1: WRITEBATCH commit record (Algorithm 4, P3).
+  alignas(kCacheLine) uint64_t commit_version;
+  uint64_t batch_mode;
+  uint64_t reserved1[6];
+  // Line 2: head sentinel; head.next is the first node.
+  alignas(kCacheLine) NvmNode head;
+  uint64_t reserved2[4];
+  // Lines 3-4: owned by the user of the list (e.g. the RocksDB adapter:
+  // column family, sequence watermark). Opaque to pmem/ and memtable/.
+  alignas(kCacheLine) uint8_t user[2 * kCacheLine];
+};
+static_assert(sizeof(ListRoot) == 5 * kCacheLine, "ListRoot is a format");
+
+struct alignas(kCacheLine) ChunkHeader {
+  uint64_t magic;
+  uint64_t list_id;  // owner
+  uint64_t size;     // usable bytes after the header
+  uint64_t reserved[5];
+};
+static_assert(sizeof(ChunkHeader) == kCacheLine, "ChunkHeader is a format");
+
+}  // namespace pmem
+}  // namespace flintkv

@@ -1,0 +1,89 @@
+// Persistence primitives: the only way FlintKV code writes back or orders
+// stores to PMEM (FLUSH_RANGE / PERSIST_RANGE / fences of §2.3).
+//
+// Policies are template parameters of the durable skiplist, so the choice is
+// made at compile time and costs nothing on the hot path:
+//  - PmemPersist: libpmem's pmem_flush (CLWB, else CLFLUSHOPT, else CLFLUSH,
+//    picked once by CPUID inside libpmem, which also keeps valgrind usable)
+//    and pmem_drain (SFENCE), plus the optional latency model.
+//  - NoPersist: no write-back and no fences. Only for the volatile baseline
+//    in benchmarks; never durable.
+//  - SimPersist (tests/, issue 5): records flushes and fences per thread.
+// Thread safety: all functions are thread-safe. The latency model is
+// process-wide and must be set before writers start.
+#pragma once
+
+#include <immintrin.h>
+#include <libpmem.h>
+
+#include <cstddef>
+#include <cstdint>
+
+#include "flintkv/options.h"
+
+namespace flintkv {
+namespace pmem {
+
+// Deliberate faults, used only by the crash-injection campaign to prove that
+// it catches missing or misordered persistence. Production policies return
+// false from Faulty(), so the faulty branches compile away.
+enum class Fault {
+  kNone = 0,
+  kNoNodeFlush,          // prepare: node body not flushed           (P1)
+  kNoPrepareFence,       // prepare: successor pointer not fenced    (P1)
+  kNoVersionFlush,       // attach: new version not flushed          (P2)
+  kNoLinkFlush,          // attach: predecessor pointer not flushed  (P2)
+  kBatchModeBeforeCommit,// batch: batch_mode persisted before commit_version
+  kNoMaxRule,            // recovery keeps version-MAX nodes (single fence
+                         // optimisation without its recovery rule)
+};
+
+namespace internal {
+extern uint32_t g_ns_per_line;
+extern uint32_t g_ns_per_fence;
+void SpinNanos(uint64_t ns);
+}  // namespace internal
+
+// Sets the process-wide latency model (0/0 turns it off).
+void SetLatencyModel(const LatencyModel& model);
+
+inline size_t LinesIn(const void* p, size_t n) {
+  uintptr_t a = reinterpret_cast<uintptr_t>(p);
+  return ((a + n + 63) >> 6) - (a >> 6);
+}
+
+struct PmemPersist {
+  static constexpr bool kDurable = true;
+  static void Flush(const void* p, size_t n) {
+    pmem_flush(p, n);
+    if (internal::g_ns_per_line) {
+      internal::SpinNanos(uint64_t{internal::g_ns_per_line} * LinesIn(p, n));
+    }
+  }
+  static void Fence() {
+    pmem_drain();
+    if (internal::g_ns_per_fence) internal::SpinNanos(internal::g_ns_per_fence);
+  }
+  static void Persist(const void* p, size_t n) {
+    Flush(p, n);
+    Fence();
+  }
+  // Algorithm 1 line 40: blocks until this thread's buffered stores, flushes
+  // and fences have taken effect.
+  static void FullFence() { _mm_mfence(); }
+  static void Prefetch(const void* p) { __builtin_prefetch(p, 1, 3); }
+  static constexpr bool Faulty(Fault) { return false; }
+};
+
+struct NoPersist {
+  static constexpr bool kDurable = false;
+  static void Flush(const void*, size_t) {}
+  static void Fence() {}
+  static void Persist(const void*, size_t) {}
+  static void FullFence() {}
+  static void Prefetch(const void* p) { __builtin_prefetch(p, 1, 3); }
+  static constexpr bool Faulty(Fault) { return false; }
+};
+
+}  // namespace pmem
+}  // namespace flintkv

@@ -1,0 +1,353 @@
+#include "pmem/pool.h"
+
+#include <libpmem.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <mutex>
+
+namespace flintkv {
+namespace pmem {
+namespace {
+
+// pmemobj objects are 16-byte aligned; FlintKV structures that want their
+// own cache lines start at the next 64-byte boundary inside the object.
+constexpr size_t kAlignSlack = kCacheLine;
+
+char* AlignUp(void* p) {
+  uintptr_t a = reinterpret_cast<uintptr_t>(p);
+  return reinterpret_cast<char*>((a + kCacheLine - 1) & ~uintptr_t{kCacheLine - 1});
+}
+
+std::mutex& EnumMutex() {
+  // pmemobj_first/next must not race with alloc/free in the same pool.
+  static std::mutex mu;
+  return mu;
+}
+
+struct ChunkCtorArgs {
+  uint64_t list_id;
+  uint64_t usable;
+};
+
+int ChunkCtor(PMEMobjpool* pop, void* ptr, void* arg) {
+  auto* a = static_cast<ChunkCtorArgs*>(arg);
+  auto* h = reinterpret_cast<ChunkHeader*>(AlignUp(ptr));
+  std::memset(h, 0, sizeof(*h));
+  h->magic = kChunkMagic;
+  h->list_id = a->list_id;
+  h->size = a->usable;
+  // Published only after the constructor returns (libpmemobj atomic alloc),
+  // so an enumerable chunk always names its owner.
+  pmemobj_persist(pop, h, sizeof(*h));
+  return 0;
+}
+
+struct ListCtorArgs {
+  uint64_t list_id;
+  uint32_t kind;
+};
+
+int ListCtor(PMEMobjpool* pop, void* ptr, void* arg) {
+  auto* a = static_cast<ListCtorArgs*>(arg);
+  auto* l = reinterpret_cast<ListRoot*>(AlignUp(ptr));
+  std::memset(static_cast<void*>(l), 0, sizeof(*l));
+  l->magic = kListMagic;
+  l->list_id = a->list_id;
+  l->kind = a->kind;
+  l->state = kListActive;
+  l->head.check = NvmNode::HeaderCheck(0, 0, 0);
+  pmemobj_persist(pop, l, sizeof(*l));
+  return 0;
+}
+
+bool FileExists(const std::string& path, uint64_t* size) {
+  struct stat st;
+  if (stat(path.c_str(), &st) != 0) return false;
+  *size = static_cast<uint64_t>(st.st_size);
+  return true;
+}
+
+std::string Errmsg() {
+  const char* m = pmemobj_errormsg();
+  return (m && *m) ? m : std::strerror(errno);
+}
+
+}  // namespace
+
+Status Pool::Open(const PoolOptions& options, std::unique_ptr<Pool>* out) {
+  std::unique_ptr<Pool> pool(new Pool());
+  Status s = pool->Init(options);
+  if (s.ok()) *out = std::move(pool);
+  return s;
+}
+
+Status Pool::Init(const PoolOptions& o) {
+  path_ = o.path;
+  info_log_ = o.info_log;
+  chunk_size_ = o.chunk_size;
+  if (path_.empty()) return Status::InvalidArgument("pool path is empty");
+  if (chunk_size_ < 4096 || chunk_size_ > (1ull << 32)) {
+    return Status::InvalidArgument("chunk_size must be in [4 KiB, 4 GiB]");
+  }
+  uint64_t file_size = 0;
+  bool exists = FileExists(path_, &file_size);
+  if (exists && o.error_if_exists) {
+    return Status::InvalidArgument(path_ + ": pool exists (error_if_exists)");
+  }
+  if (!exists) {
+    if (!o.create_if_missing) {
+      return Status::InvalidArgument(path_ + ": pool does not exist");
+    }
+    if (o.size < PMEMOBJ_MIN_POOL) {
+      return Status::InvalidArgument(
+          path_ + ": pool size " + std::to_string(o.size) +
+          " is below the minimum " + std::to_string(PMEMOBJ_MIN_POOL));
+    }
+    pop_ = pmemobj_create(path_.c_str(), kLayoutName, o.size, 0666);
+    if (!pop_) {
+      return Status::IOError(path_ + ": cannot create pool: " + Errmsg());
+    }
+    FileExists(path_, &file_size);
+  } else {
+    if (file_size < PMEMOBJ_MIN_POOL) {
+      return Status::Corruption(path_ + ": not a FlintKV pool (file of " +
+                                std::to_string(file_size) +
+                                " bytes is smaller than any pool)");
+    }
+    // Read-only consistency check of libpmemobj's own metadata first, so
+    // that a corrupt heap is reported instead of being trusted (P7).
+    int check = pmemobj_check(path_.c_str(), kLayoutName);
+    if (check != 1) {
+      std::string why = check == 0 ? "libpmemobj metadata is inconsistent"
+                                   : Errmsg();
+      return Status::Corruption(path_ + ": not a valid FlintKV pool: " + why);
+    }
+    pop_ = pmemobj_open(path_.c_str(), kLayoutName);
+    if (!pop_) {
+      int err = errno;
+      if (err == EAGAIN || err == EWOULDBLOCK) {
+        return Status::Busy(path_ + ": pool is in use by another process");
+      }
+      return Status::Corruption(path_ + ": cannot open pool: " + Errmsg());
+    }
+  }
+  base_ = reinterpret_cast<char*>(pop_);
+  size_ = file_size;
+
+  size_t root_size = pmemobj_root_size(pop_);
+  if (root_size != 0 && root_size != sizeof(PoolRoot)) {
+    return Status::Corruption(path_ + ": root object has size " +
+                              std::to_string(root_size) +
+                              ", not a FlintKV pool");
+  }
+  PMEMoid root_oid = pmemobj_root(pop_, sizeof(PoolRoot));
+  if (OID_IS_NULL(root_oid)) {
+    return Status::IOError(path_ + ": cannot allocate root: " + Errmsg());
+  }
+  root_ = static_cast<PoolRoot*>(pmemobj_direct(root_oid));
+  if (root_->magic == 0 && pmemobj_first(pop_).off == 0) {
+    // New pool, or a crash during creation before the magic was persisted.
+    root_->format_version = kFormatVersion;
+    root_->pool_size = size_;
+    root_->next_list_id = 1;
+    pmemobj_persist(pop_, root_, sizeof(*root_));
+    root_->magic = kPoolMagic;  // last: marks the root complete
+    pmemobj_persist(pop_, &root_->magic, sizeof(root_->magic));
+  }
+  if (root_->magic != kPoolMagic) {
+    return Status::Corruption(path_ + ": bad pool magic");
+  }
+  if (root_->format_version != kFormatVersion) {
+    return Status::InvalidArgument(
+        path_ + ": pool format version " +
+        std::to_string(root_->format_version) + " is not supported (this "
+        "build reads version " + std::to_string(kFormatVersion) + ")");
+  }
+  Status s = CheckObjects();
+  if (!s.ok()) return s;
+
+  is_pmem_ = pmem_is_pmem(base_, size_) != 0;
+  Log(std::string("flintkv: pool ") + path_ + " (" +
+      std::to_string(size_ >> 20) + " MiB) is " +
+      (is_pmem_ ? "on persistent memory (fsdax)"
+                : "emulated PMEM (not DAX): process crashes are survived, "
+                  "power failures are not"));
+  return Status::OK();
+}
+
+Status Pool::CheckObjects() {
+  std::lock_guard<std::mutex> g(EnumMutex());
+  std::vector<uint64_t> live_lists;
+  std::vector<PMEMoid> retired;
+  PMEMoid oid;
+  POBJ_FOREACH(pop_, oid) {
+    uint64_t type = pmemobj_type_num(oid);
+    size_t usable = pmemobj_alloc_usable_size(oid);
+    char* p = AlignUp(pmemobj_direct(oid));
+    if (type == kTypeList) {
+      auto* l = reinterpret_cast<ListRoot*>(p);
+      if (usable < sizeof(ListRoot) + kAlignSlack || l->magic != kListMagic ||
+          (l->kind != kListStandalone && l->kind != kListMemtable) ||
+          l->state < kListActive || l->state > kListRetired ||
+          !l->head.HeaderValid()) {
+        return Status::Corruption(path_ + ": list object at offset " +
+                                  std::to_string(oid.off) + " is corrupt");
+      }
+      if (l->list_id >= root_->next_list_id) {
+        return Status::Corruption(path_ + ": list id out of range");
+      }
+      if (l->state == kListRetired) {
+        retired.push_back(oid);
+      } else {
+        live_lists.push_back(l->list_id);
+      }
+    } else if (type == kTypeChunk) {
+      auto* h = reinterpret_cast<ChunkHeader*>(p);
+      if (usable < sizeof(ChunkHeader) + kAlignSlack ||
+          h->magic != kChunkMagic ||
+          h->size > usable - sizeof(ChunkHeader) - kAlignSlack) {
+        return Status::Corruption(path_ + ": chunk at offset " +
+                                  std::to_string(oid.off) + " is corrupt");
+      }
+    } else {
+      return Status::Corruption(path_ + ": unknown object type " +
+                                std::to_string(type));
+    }
+  }
+  // Finish retirements interrupted by a crash, and free chunks whose owner
+  // list is gone (a crash during DropList).
+  std::sort(live_lists.begin(), live_lists.end());
+  std::vector<PMEMoid> orphans;
+  POBJ_FOREACH(pop_, oid) {
+    if (pmemobj_type_num(oid) != kTypeChunk) continue;
+    auto* h = reinterpret_cast<ChunkHeader*>(AlignUp(pmemobj_direct(oid)));
+    if (!std::binary_search(live_lists.begin(), live_lists.end(), h->list_id)) {
+      orphans.push_back(oid);
+    }
+  }
+  for (PMEMoid& c : orphans) pmemobj_free(&c);
+  for (PMEMoid& l : retired) pmemobj_free(&l);
+  return Status::OK();
+}
+
+Pool::~Pool() {
+  if (pop_) pmemobj_close(pop_);
+}
+
+void Pool::Log(const std::string& msg) const {
+  if (info_log_) {
+    info_log_(msg);
+  } else {
+    std::fprintf(stderr, "%s\n", msg.c_str());
+  }
+}
+
+Status Pool::CreateList(ListKind kind, ListRoot** out) {
+  std::lock_guard<std::mutex> g(EnumMutex());
+  ListCtorArgs args{root_->next_list_id, kind};
+  // The id is consumed before the list exists: a crash may skip an id, never
+  // reuse one.
+  root_->next_list_id++;
+  pmemobj_persist(pop_, &root_->next_list_id, sizeof(uint64_t));
+  PMEMoid oid;
+  if (pmemobj_alloc(pop_, &oid, sizeof(ListRoot) + kAlignSlack, kTypeList,
+                    ListCtor, &args) != 0) {
+    return Status::NoSpace(path_ + ": pool is full (cannot create a list): " +
+                           Errmsg());
+  }
+  *out = reinterpret_cast<ListRoot*>(AlignUp(pmemobj_direct(oid)));
+  return Status::OK();
+}
+
+std::vector<ListRoot*> Pool::Lists() const {
+  std::lock_guard<std::mutex> g(EnumMutex());
+  std::vector<ListRoot*> lists;
+  PMEMoid oid;
+  POBJ_FOREACH(pop_, oid) {
+    if (pmemobj_type_num(oid) != kTypeList) continue;
+    auto* l = reinterpret_cast<ListRoot*>(AlignUp(pmemobj_direct(oid)));
+    if (l->state != kListRetired) lists.push_back(l);
+  }
+  std::sort(lists.begin(), lists.end(), [](ListRoot* a, ListRoot* b) {
+    return a->list_id < b->list_id;
+  });
+  return lists;
+}
+
+std::vector<ChunkInfo> Pool::ChunksOf(uint64_t list_id) const {
+  std::lock_guard<std::mutex> g(EnumMutex());
+  std::vector<ChunkInfo> chunks;
+  PMEMoid oid;
+  POBJ_FOREACH(pop_, oid) {
+    if (pmemobj_type_num(oid) != kTypeChunk) continue;
+    auto* h = reinterpret_cast<ChunkHeader*>(AlignUp(pmemobj_direct(oid)));
+    if (h->list_id != list_id) continue;
+    chunks.push_back({ToOffset(h) + sizeof(ChunkHeader), h->size});
+  }
+  std::sort(chunks.begin(), chunks.end(),
+            [](const ChunkInfo& a, const ChunkInfo& b) {
+              return a.offset < b.offset;
+            });
+  return chunks;
+}
+
+void Pool::SetListState(ListRoot* list, ListState state) {
+  list->state = state;
+  pmemobj_persist(pop_, &list->state, sizeof(list->state));
+}
+
+void Pool::DropList(ListRoot* list) {
+  SetListState(list, kListRetired);  // P6: never recovered from now on
+  std::lock_guard<std::mutex> g(EnumMutex());
+  std::vector<PMEMoid> victims;
+  PMEMoid oid;
+  PMEMoid list_oid = OID_NULL;
+  POBJ_FOREACH(pop_, oid) {
+    char* p = AlignUp(pmemobj_direct(oid));
+    uint64_t type = pmemobj_type_num(oid);
+    if (type == kTypeChunk &&
+        reinterpret_cast<ChunkHeader*>(p)->list_id == list->list_id) {
+      victims.push_back(oid);
+    } else if (type == kTypeList && p == reinterpret_cast<char*>(list)) {
+      list_oid = oid;
+    }
+  }
+  for (PMEMoid& c : victims) pmemobj_free(&c);
+  if (!OID_IS_NULL(list_oid)) pmemobj_free(&list_oid);
+}
+
+uint64_t Pool::BytesInUse() const {
+  std::lock_guard<std::mutex> g(EnumMutex());
+  uint64_t total = 0;
+  PMEMoid oid;
+  POBJ_FOREACH(pop_, oid) total += pmemobj_alloc_usable_size(oid);
+  return total;
+}
+
+Status Pool::NewChunk(uint64_t list_id, size_t min_len, char** begin,
+                      size_t* len) {
+  uint64_t usable = std::max<uint64_t>(chunk_size_, min_len);
+  ChunkCtorArgs args{list_id, usable};
+  PMEMoid oid;
+  int rc;
+  {
+    std::lock_guard<std::mutex> g(EnumMutex());
+    rc = pmemobj_alloc(pop_, &oid, usable + sizeof(ChunkHeader) + kAlignSlack,
+                       kTypeChunk, ChunkCtor, &args);
+  }
+  if (rc != 0) {
+    return Status::NoSpace(path_ + ": pool is full (" +
+                           std::to_string(size_ >> 20) + " MiB): " + Errmsg());
+  }
+  *begin = AlignUp(pmemobj_direct(oid)) + sizeof(ChunkHeader);
+  *len = usable;
+  return Status::OK();
+}
+
+}  // namespace pmem
+}  // namespace flintkv

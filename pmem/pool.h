@@ -1,0 +1,78 @@
+// Pool: a FlintKV pool file (libpmemobj) on fsdax PMEM or emulated PMEM.
+//
+// Thread safety: all methods are thread-safe (libpmemobj allocation is).
+// Persistence: list creation, chunk allocation and list retirement are
+// crash-consistent through libpmemobj's atomic allocation API: an object
+// is fully initialised (constructor) before it becomes enumerable, so a
+// crash leaves either no chunk or a chunk that names its owner list.
+// Invariants: P7 — Open() verifies the pmemobj header (layout), PoolRoot
+// magic/format and every ListRoot/ChunkHeader, and returns Corruption or
+// InvalidArgument with the path and reason instead of crashing.
+#pragma once
+
+#include <libpmemobj.h>
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "flintkv/options.h"
+#include "flintkv/status.h"
+#include "pmem/layout.h"
+#include "pmem/region.h"
+
+namespace flintkv {
+namespace pmem {
+
+struct ChunkInfo {
+  uint64_t offset;  // of the first usable byte (after ChunkHeader)
+  uint64_t len;     // usable bytes
+};
+
+class Pool : public Region {
+ public:
+  // Creates (if allowed and missing) or opens the pool at options.path.
+  static Status Open(const PoolOptions& options, std::unique_ptr<Pool>* out);
+  ~Pool() override;
+
+  Pool(const Pool&) = delete;
+  Pool& operator=(const Pool&) = delete;
+
+  const std::string& path() const { return path_; }
+  bool is_pmem() const { return is_pmem_; }
+  uint64_t chunk_size() const { return chunk_size_; }
+
+  // Creates an empty list (head.next = 0, versions 0, batch_mode 0).
+  Status CreateList(ListKind kind, ListRoot** out);
+  // All lists in the pool, in list_id order.
+  std::vector<ListRoot*> Lists() const;
+  // Chunks owned by list_id, sorted by offset.
+  std::vector<ChunkInfo> ChunksOf(uint64_t list_id) const;
+  // Persists a state transition of the list (P6: Retired is durable before
+  // any space is freed).
+  void SetListState(ListRoot* list, ListState state);
+  // Marks the list retired, then frees its chunks and the list itself.
+  // Idempotent across crashes: a retired list found on open is freed again.
+  void DropList(ListRoot* list);
+  // Bytes of pool space held by chunks and lists.
+  uint64_t BytesInUse() const;
+
+  Status NewChunk(uint64_t list_id, size_t min_len, char** begin,
+                  size_t* len) override;
+
+ private:
+  Pool() = default;
+  Status Init(const PoolOptions& options);
+  Status CheckObjects();
+  void Log(const std::string& msg) const;
+
+  PMEMobjpool* pop_ = nullptr;
+  PoolRoot* root_ = nullptr;
+  std::string path_;
+  uint64_t chunk_size_ = 0;
+  bool is_pmem_ = false;
+  std::function<void(const std::string&)> info_log_;
+};
+
+}  // namespace pmem
+}  // namespace flintkv

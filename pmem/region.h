@@ -1,0 +1,46 @@
+// Region: the persistent address space a durable skiplist lives in, and the
+// source of the chunks its writer threads bump-allocate nodes from.
+//
+// Implemented by Pool (a libpmemobj pool file) and by the simulated
+// persistence domain in tests. Offsets are relative to base(); 0 is null.
+// Thread safety: NewChunk may be called concurrently.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+#include "flintkv/status.h"
+
+namespace flintkv {
+namespace pmem {
+
+class Region {
+ public:
+  virtual ~Region() = default;
+  char* base() const { return base_; }
+  uint64_t size() const { return size_; }
+
+  // Returns [*begin, *begin + *len) of fresh persistent memory owned by
+  // list_id, *len >= min_len. NoSpace when the region is full.
+  virtual Status NewChunk(uint64_t list_id, size_t min_len, char** begin,
+                          size_t* len) = 0;
+
+  uint64_t ToOffset(const void* p) const {
+    return p ? static_cast<uint64_t>(static_cast<const char*>(p) - base_) : 0;
+  }
+  template <class T>
+  T* FromOffset(uint64_t off) const {
+    return off ? reinterpret_cast<T*>(base_ + off) : nullptr;
+  }
+  // True if [off, off+len) lies inside the region (overflow-safe).
+  bool InBounds(uint64_t off, uint64_t len) const {
+    return off <= size_ && len <= size_ - off;
+  }
+
+ protected:
+  char* base_ = nullptr;
+  uint64_t size_ = 0;
+};
+
+}  // namespace pmem
+}  // namespace flintkv
