@@ -81,7 +81,8 @@ class DurableSkipList {
   // Reserves an unlinked node with data_size bytes of data in this thread's
   // PMEM arena. The caller writes data (length-prefixed key, then payload)
   // and calls SealNode. NoSpace when the region is full.
-  Status AllocateNode(size_t data_size, pmem::NvmNode** node);
+  Status AllocateNode(size_t data_size, pmem::NvmNode** node,
+                      bool use_reserve = false);
   // Finishes the header of an allocated node (key_size, flags, check).
   static void SealNode(pmem::NvmNode* node, uint32_t key_size, uint32_t flags);
 
@@ -122,6 +123,9 @@ class DurableSkipList {
     const IndexNode* node_ = nullptr;
   };
 
+  // Estimated number of entries ordered before key (RocksDB's
+  // ApproximateNumEntries), from the index levels; O(log n).
+  uint64_t EstimateCountBefore(const char* key) const;
   size_t NumEntries() const;
   size_t DramBytes() const;
   size_t PmemBytes() const {
@@ -148,8 +152,15 @@ class DurableSkipList {
     std::vector<PutAdv>* batch = nullptr;
     char* arena_cur = nullptr;  // this thread's PMEM bump arena
     char* arena_end = nullptr;
-    uint64_t nodes = 0;
-    uint64_t dram_bytes = 0;
+    // Written by the owner thread only (load + store, no RMW), read by any.
+    std::atomic<uint64_t> nodes{0};
+    std::atomic<uint64_t> dram_bytes{0};
+    void Count(uint64_t bytes) {
+      nodes.store(nodes.load(std::memory_order_relaxed) + 1,
+                  std::memory_order_relaxed);
+      dram_bytes.store(dram_bytes.load(std::memory_order_relaxed) + bytes,
+                       std::memory_order_relaxed);
+    }
   };
 
   Status PrepareOnce(pmem::NvmNode* node, IndexNode** inode);

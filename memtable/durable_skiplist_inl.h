@@ -66,7 +66,8 @@ int DurableSkipList<P>::RandomHeight() {
 
 template <class P>
 Status DurableSkipList<P>::AllocateNode(size_t data_size,
-                                        pmem::NvmNode** node) {
+                                        pmem::NvmNode** node,
+                                        bool use_reserve) {
   int tid = ThreadId::Get();
   if (tid < 0) return Status::Busy("more than 512 concurrent writer threads");
   if (data_size > UINT32_MAX) {
@@ -82,7 +83,7 @@ Status DurableSkipList<P>::AllocateNode(size_t data_size,
     bool own = size > options_.chunk_size / 4;
     Status st =
         region_->NewChunk(root_->list_id, own ? size : options_.chunk_size,
-                          &begin, &len);
+                          use_reserve, &begin, &len);
     if (!st.ok()) return st;
     pmem_bytes_.fetch_add(len, std::memory_order_relaxed);
     if (own) {
@@ -122,9 +123,7 @@ Status DurableSkipList<P>::PrepareOnce(pmem::NvmNode* node,
   *inode = NewIndexNode(node, node->data(), node->key_size, height,
                         pmem::kUncommittedVersion);
   if (!*inode) return Status::NoSpace("out of DRAM for the index");
-  int tid = ThreadId::Get();
-  slots_[tid].nodes++;
-  slots_[tid].dram_bytes += IndexNode::AllocSize(height, node->key_size);
+  slots_[ThreadId::Get()].Count(IndexNode::AllocSize(height, node->key_size));
   int mh = max_height_.load(std::memory_order_relaxed);
   while (height > mh && !max_height_.compare_exchange_weak(
                             mh, height, std::memory_order_relaxed)) {
@@ -422,16 +421,41 @@ const IndexNode* DurableSkipList<P>::Find(const char* key, uint64_t vv) const {
 }
 
 template <class P>
+uint64_t DurableSkipList<P>::EstimateCountBefore(const char* key) const {
+  // Each step at level i skips about 4^i entries (branching factor 4).
+  uint64_t count = 0;
+  const IndexNode* x = head_;
+  for (int level = max_height_.load(std::memory_order_relaxed) - 1; level >= 0;
+       level--) {
+    const IndexNode* next = x->Next(level);
+    while (next && cmp_->Compare(next->key(), key) < 0) {
+      count += uint64_t{1} << (2 * level);
+      x = next;
+      next = x->Next(level);
+    }
+  }
+  return count;
+}
+
+// Per-slot counters are written by their owner thread only; the sums are
+// approximate while writers run (RocksDB asks for estimates).
+template <class P>
 size_t DurableSkipList<P>::NumEntries() const {
   size_t n = 0;
-  for (const Slot& s : slots_) n += s.nodes;
+  int hw = ThreadId::HighWater();
+  for (int i = 0; i < hw; i++) {
+    n += slots_[i].nodes.load(std::memory_order_relaxed);
+  }
   return n;
 }
 
 template <class P>
 size_t DurableSkipList<P>::DramBytes() const {
   size_t n = IndexNode::AllocSize(kMaxHeight, 0) + slots_.size() * sizeof(Slot);
-  for (const Slot& s : slots_) n += s.dram_bytes;
+  int hw = ThreadId::HighWater();
+  for (int i = 0; i < hw; i++) {
+    n += slots_[i].dram_bytes.load(std::memory_order_relaxed);
+  }
   return n;
 }
 
@@ -472,8 +496,7 @@ Status DurableSkipList<P>::Recover(RecoveryStats* stats) {
         if (h > max_height_.load(std::memory_order_relaxed)) {
           max_height_.store(h, std::memory_order_relaxed);
         }
-        slot.nodes++;
-        slot.dram_bytes += IndexNode::AllocSize(h, pn->key_size);
+        slot.Count(IndexNode::AllocSize(h, pn->key_size));
         st.nodes_kept++;
         if (n->version > st.max_version) st.max_version = n->version;
         return WalkDecision::kKeep;

@@ -50,6 +50,8 @@ int ChunkCtor(PMEMobjpool* pop, void* ptr, void* arg) {
 struct ListCtorArgs {
   uint64_t list_id;
   uint32_t kind;
+  const void* user;
+  size_t user_len;
 };
 
 int ListCtor(PMEMobjpool* pop, void* ptr, void* arg) {
@@ -61,6 +63,7 @@ int ListCtor(PMEMobjpool* pop, void* ptr, void* arg) {
   l->kind = a->kind;
   l->state = kListActive;
   l->head.check = NvmNode::HeaderCheck(0, 0, 0);
+  if (a->user_len) std::memcpy(l->user, a->user, a->user_len);
   pmemobj_persist(pop, l, sizeof(*l));
   return 0;
 }
@@ -121,7 +124,13 @@ Status Pool::Init(const PoolOptions& o) {
     }
     // Read-only consistency check of libpmemobj's own metadata first, so
     // that a corrupt heap is reported instead of being trusted (P7).
+    errno = 0;
     int check = pmemobj_check(path_.c_str(), kLayoutName);
+    if (check == -1 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
+      // pmemobj_check takes the pool's flock too: a pool that is open
+      // elsewhere is busy, not corrupt.
+      return Status::Busy(path_ + ": pool is in use (already open)");
+    }
     if (check != 1) {
       std::string why = check == 0 ? "libpmemobj metadata is inconsistent"
                                    : Errmsg();
@@ -170,6 +179,8 @@ Status Pool::Init(const PoolOptions& o) {
   }
   Status s = CheckObjects();
   if (!s.ok()) return s;
+  used_bytes_.store(BytesInUse() + (size_ - size_ * 15 / 16),
+                    std::memory_order_relaxed);  // ~6% for pmemobj metadata
 
   is_pmem_ = pmem_is_pmem(base_, size_) != 0;
   Log(std::string("flintkv: pool ") + path_ + " (" +
@@ -247,9 +258,13 @@ void Pool::Log(const std::string& msg) const {
   }
 }
 
-Status Pool::CreateList(ListKind kind, ListRoot** out) {
+Status Pool::CreateList(ListKind kind, ListRoot** out, const void* user,
+                        size_t user_len) {
+  if (user_len > sizeof(ListRoot::user)) {
+    return Status::InvalidArgument("list user area is 128 bytes");
+  }
   std::lock_guard<std::mutex> g(EnumMutex());
-  ListCtorArgs args{root_->next_list_id, kind};
+  ListCtorArgs args{root_->next_list_id, kind, user, user_len};
   // The id is consumed before the list exists: a crash may skip an id, never
   // reuse one.
   root_->next_list_id++;
@@ -261,6 +276,8 @@ Status Pool::CreateList(ListKind kind, ListRoot** out) {
                            Errmsg());
   }
   *out = reinterpret_cast<ListRoot*>(AlignUp(pmemobj_direct(oid)));
+  used_bytes_.fetch_add(pmemobj_alloc_usable_size(oid),
+                        std::memory_order_relaxed);
   return Status::OK();
 }
 
@@ -317,8 +334,17 @@ void Pool::DropList(ListRoot* list) {
       list_oid = oid;
     }
   }
-  for (PMEMoid& c : victims) pmemobj_free(&c);
-  if (!OID_IS_NULL(list_oid)) pmemobj_free(&list_oid);
+  uint64_t freed = 0;
+  for (PMEMoid& c : victims) {
+    freed += pmemobj_alloc_usable_size(c);
+    pmemobj_free(&c);
+  }
+  if (!OID_IS_NULL(list_oid)) {
+    freed += pmemobj_alloc_usable_size(list_oid);
+    pmemobj_free(&list_oid);
+  }
+  used_bytes_.fetch_sub(std::min(freed, used_bytes_.load()),
+                        std::memory_order_relaxed);
 }
 
 uint64_t Pool::BytesInUse() const {
@@ -329,9 +355,14 @@ uint64_t Pool::BytesInUse() const {
   return total;
 }
 
-Status Pool::NewChunk(uint64_t list_id, size_t min_len, char** begin,
-                      size_t* len) {
+Status Pool::NewChunk(uint64_t list_id, size_t min_len, bool use_reserve,
+                      char** begin, size_t* len) {
   uint64_t usable = std::max<uint64_t>(chunk_size_, min_len);
+  if (!use_reserve && ApproxFreeBytes() < usable + reserve_bytes_) {
+    return Status::NoSpace(path_ + ": pool is full (" +
+                           std::to_string(size_ >> 20) +
+                           " MiB, reserve reached)");
+  }
   ChunkCtorArgs args{list_id, usable};
   PMEMoid oid;
   int rc;
@@ -346,6 +377,8 @@ Status Pool::NewChunk(uint64_t list_id, size_t min_len, char** begin,
   }
   *begin = AlignUp(pmemobj_direct(oid)) + sizeof(ChunkHeader);
   *len = usable;
+  used_bytes_.fetch_add(pmemobj_alloc_usable_size(oid),
+                        std::memory_order_relaxed);
   return Status::OK();
 }
 

@@ -12,6 +12,8 @@
 
 #include <libpmemobj.h>
 
+#include <atomic>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -42,8 +44,11 @@ class Pool : public Region {
   bool is_pmem() const { return is_pmem_; }
   uint64_t chunk_size() const { return chunk_size_; }
 
-  // Creates an empty list (head.next = 0, versions 0, batch_mode 0).
-  Status CreateList(ListKind kind, ListRoot** out);
+  // Creates an empty list (head.next = 0, versions 0, batch_mode 0) whose
+  // user area starts with user[0, user_len) (atomically: the list is never
+  // enumerable without it).
+  Status CreateList(ListKind kind, ListRoot** out, const void* user = nullptr,
+                    size_t user_len = 0);
   // All lists in the pool, in list_id order.
   std::vector<ListRoot*> Lists() const;
   // Chunks owned by list_id, sorted by offset.
@@ -56,9 +61,19 @@ class Pool : public Region {
   void DropList(ListRoot* list);
   // Bytes of pool space held by chunks and lists.
   uint64_t BytesInUse() const;
+  // Pool bytes not yet handed out as chunks or lists (cheap estimate).
+  uint64_t ApproxFreeBytes() const {
+    uint64_t used = used_bytes_.load(std::memory_order_relaxed);
+    return used >= size_ ? 0 : size_ - used;
+  }
+  // Bytes NewChunk keeps back for writers already past a full check: normal
+  // allocations fail with NoSpace once less than this is free, so the
+  // RocksDB adapter can switch memtables while in-flight writes still fit.
+  void set_reserve_bytes(uint64_t n) { reserve_bytes_ = n; }
+  uint64_t reserve_bytes() const { return reserve_bytes_; }
 
-  Status NewChunk(uint64_t list_id, size_t min_len, char** begin,
-                  size_t* len) override;
+  Status NewChunk(uint64_t list_id, size_t min_len, bool use_reserve,
+                  char** begin, size_t* len) override;
 
  private:
   Pool() = default;
@@ -71,6 +86,8 @@ class Pool : public Region {
   std::string path_;
   uint64_t chunk_size_ = 0;
   bool is_pmem_ = false;
+  uint64_t reserve_bytes_ = 0;
+  std::atomic<uint64_t> used_bytes_{0};
   std::function<void(const std::string&)> info_log_;
 };
 

@@ -21,9 +21,10 @@ class Region {
   uint64_t size() const { return size_; }
 
   // Returns [*begin, *begin + *len) of fresh persistent memory owned by
-  // list_id, *len >= min_len. NoSpace when the region is full.
-  virtual Status NewChunk(uint64_t list_id, size_t min_len, char** begin,
-                          size_t* len) = 0;
+  // list_id, *len >= min_len. NoSpace when the region is full; use_reserve
+  // lets the caller dip into space held back for in-flight writes.
+  virtual Status NewChunk(uint64_t list_id, size_t min_len, bool use_reserve,
+                          char** begin, size_t* len) = 0;
 
   uint64_t ToOffset(const void* p) const {
     return p ? static_cast<uint64_t>(static_cast<const char*>(p) - base_) : 0;

@@ -1,0 +1,248 @@
+#include "memtable/rocksdb/flintkv_rep.h"
+
+#include <chrono>
+#include <random>
+#include <thread>
+
+#include "memtable/coding.h"
+#include "memtable/rocksdb/iterator_cache.h"
+#include "rocksdb/env.h"
+#include "rocksdb/version.h"
+
+namespace flintkv {
+namespace rocks {
+namespace {
+
+memtable::SkipListOptions RepListOptions(uint64_t chunk_size) {
+  memtable::SkipListOptions o;
+  o.unique_keys = true;          // internal keys (user key, seq, type)
+  o.collapse_versions = false;   // RocksDB wants every entry
+  o.chunk_size = chunk_size;
+  return o;
+}
+
+pmem::NvmNode* NodeOf(rocksdb::KeyHandle handle) {
+  return reinterpret_cast<pmem::NvmNode*>(static_cast<char*>(handle)) - 1;
+}
+
+// Memtable key (varint32 length + internal key) for a Seek target.
+const char* EncodeTarget(const rocksdb::Slice& internal_key,
+                         const char* memtable_key, std::string* buf) {
+  if (memtable_key) return memtable_key;
+  buf->clear();
+  char len[memtable::kMaxVarint32Bytes];
+  char* end = memtable::EncodeVarint32(
+      len, static_cast<uint32_t>(internal_key.size()));
+  buf->append(len, end - len);
+  buf->append(internal_key.data(), internal_key.size());
+  return buf->data();
+}
+
+class RepIterator : public rocksdb::MemTableRep::Iterator {
+ public:
+  RepIterator(const List* list, bool in_block)
+      : it_(list, list->VisibleVersion()), in_block_(in_block) {}
+  ~RepIterator() override {
+    // RocksDB's "arena" iterators are destroyed but never freed: park the
+    // block (see iterator_cache.h).
+    if (in_block_) ReleaseIteratorBlock(this);
+  }
+  bool Valid() const override { return it_.Valid(); }
+  const char* key() const override { return it_.node()->pnode->data(); }
+  void Next() override { it_.Next(); }
+  void Prev() override { it_.Prev(); }
+  void Seek(const rocksdb::Slice& ikey, const char* mkey) override {
+    it_.Seek(EncodeTarget(ikey, mkey, &tmp_));
+  }
+  void SeekForPrev(const rocksdb::Slice& ikey, const char* mkey) override {
+    it_.SeekForPrev(EncodeTarget(ikey, mkey, &tmp_));
+  }
+  void SeekToFirst() override { it_.SeekToFirst(); }
+  void SeekToLast() override { it_.SeekToLast(); }
+
+ private:
+  List::Iterator it_;
+  bool in_block_;
+  std::string tmp_;
+};
+static_assert(sizeof(RepIterator) <= kIteratorBlockSize,
+              "iterator must fit a cache block");
+
+// rocksdb::LookupKey is not a public header, yet MemTableRep::Get takes
+// one, and the default Get leaks an iterator per call, so Get must be
+// overridden. Its first member is the memtable key (db/lookup_key.h,
+// unchanged since LevelDB); the version check makes a RocksDB upgrade
+// revisit this instead of misreading memory.
+static_assert(ROCKSDB_MAJOR == 7 && ROCKSDB_MINOR == 8,
+              "check rocksdb::LookupKey's layout (db/lookup_key.h)");
+struct LookupKeyLayout {
+  const char* start;   // varint32 length + internal key
+  const char* kstart;  // internal key
+  const char* end;
+};
+const char* MemtableKeyOf(const rocksdb::LookupKey& k) {
+  return reinterpret_cast<const LookupKeyLayout*>(&k)->start;
+}
+
+void Sleep(int ms) { std::this_thread::sleep_for(std::chrono::milliseconds(ms)); }
+
+}  // namespace
+
+FlintRep::FlintRep(const rocksdb::MemTableRep::KeyComparator& cmp,
+                   rocksdb::Allocator* allocator,
+                   std::shared_ptr<PoolHandle> pool, pmem::ListRoot* root,
+                   rocksdb::Logger* logger)
+    : rocksdb::MemTableRep(allocator),
+      cmp_(cmp),
+      pool_(std::move(pool)),
+      root_(root),
+      logger_(logger),
+      list_(&cmp_, pool_->pool(), root, RepListOptions(pool_->pool()->chunk_size())) {}
+
+FlintRep::~FlintRep() {
+  if (flushed_.load(std::memory_order_acquire) || list_.NumEntries() == 0) {
+    // P6: contents are in SST files (RocksDB destroys a memtable only after
+    // the flush result is installed), so the list may go.
+    pool_->pool()->DropList(root_);
+  } else if (logger_) {
+    rocksdb::Log(rocksdb::InfoLogLevel::WARN_LEVEL, logger_,
+                   "flintkv: memtable list %llu with %zu entries left in pool "
+                   "%s unflushed; it is recovered by flintkv::RecoverDB",
+                   static_cast<unsigned long long>(root_->list_id),
+                   list_.NumEntries(), pool_->pool()->path().c_str());
+  }
+}
+
+Status FlintRep::AllocateNode(size_t len, pmem::NvmNode** node) {
+  Status s = list_.AllocateNode(len, node, false);
+  if (s.ok()) return s;
+  auto last_log = std::chrono::steady_clock::now() - std::chrono::hours(1);
+  while (!s.ok()) {
+    if (s.IsNoSpace()) {
+      // Ask RocksDB for a memtable switch (ApproximateMemoryUsage), and let
+      // writes already under way finish from the pool's reserve. A write
+      // cannot fail here: RocksDB treats a rejected memtable insert as a
+      // duplicate key and asserts.
+      pressure_.store(true, std::memory_order_relaxed);
+      s = list_.AllocateNode(len, node, true);
+      if (s.ok()) break;
+    }
+    auto now = std::chrono::steady_clock::now();
+    if (now - last_log > std::chrono::seconds(10)) {
+      last_log = now;
+      if (logger_) {
+        rocksdb::Log(rocksdb::InfoLogLevel::ERROR_LEVEL, logger_,
+                        "flintkv: %s; write waits for flushes to free pool "
+                        "space (pool_size too small for write_buffer_size x "
+                        "max_write_buffer_number?)",
+                        s.ToString().c_str());
+      }
+      std::fprintf(stderr, "flintkv: %s; waiting for flushes\n",
+                   s.ToString().c_str());
+    }
+    Sleep(1);
+    s = list_.AllocateNode(len, node, true);
+  }
+  return s;
+}
+
+rocksdb::KeyHandle FlintRep::Allocate(const size_t len, char** buf) {
+  pmem::NvmNode* node;
+  AllocateNode(len, &node);
+  *buf = node->data();
+  return *buf;
+}
+
+bool FlintRep::InsertKey(rocksdb::KeyHandle handle) {
+  pmem::NvmNode* node = NodeOf(handle);
+  uint32_t ikey_len = 0;
+  const char* data = node->data();
+  const char* p = memtable::DecodeVarint32(
+      data, data + memtable::kMaxVarint32Bytes, &ikey_len);
+  List::SealNode(node, static_cast<uint32_t>(p - data) + ikey_len, 0);
+  memtable::InsertResult result;
+  Status s = list_.Insert(node, &result);
+  while (!s.ok()) {  // only thread-id exhaustion or DRAM exhaustion
+    Sleep(1);
+    s = list_.Insert(node, &result);
+  }
+  return result == memtable::InsertResult::kOk;
+}
+
+bool FlintRep::Contains(const char* key) const {
+  return list_.Find(key, pmem::kUncommittedVersion - 1) != nullptr;
+}
+
+void FlintRep::MarkReadOnly() {
+  // RocksDB aborts if a sealed memtable's usage changes: freeze it.
+  sealed_usage_.store(ApproximateMemoryUsage(), std::memory_order_release);
+  pool_->pool()->SetListState(root_, pmem::kListSealed);
+}
+
+void FlintRep::MarkFlushed() {
+  // Called after the SST and the MANIFEST edit are synced: the list must
+  // never be recovered again (P6). Readers may still use it; its space is
+  // reclaimed when RocksDB destroys the memtable.
+  pool_->pool()->SetListState(root_, pmem::kListRetired);
+  flushed_.store(true, std::memory_order_release);
+}
+
+void FlintRep::Get(const rocksdb::LookupKey& k, void* callback_args,
+                   bool (*callback_func)(void* arg, const char* entry)) {
+  List::Iterator it(&list_, list_.VisibleVersion());
+  for (it.Seek(MemtableKeyOf(k));
+       it.Valid() && callback_func(callback_args, it.node()->pnode->data());
+       it.Next()) {
+  }
+}
+
+uint64_t FlintRep::ApproximateNumEntries(const rocksdb::Slice& start_ikey,
+                                         const rocksdb::Slice& end_ikey) {
+  std::string a, b;
+  uint64_t start = list_.EstimateCountBefore(EncodeTarget(start_ikey, nullptr, &a));
+  uint64_t end = list_.EstimateCountBefore(EncodeTarget(end_ikey, nullptr, &b));
+  return end > start ? end - start : 0;
+}
+
+void FlintRep::UniqueRandomSample(const uint64_t num_entries,
+                                  const uint64_t target_sample_size,
+                                  std::unordered_set<const char*>* entries) {
+  // Reservoir sample over one pass (used by MemPurge only).
+  std::vector<const char*> sample;
+  std::mt19937_64 rng(num_entries ^ target_sample_size);
+  List::Iterator it(&list_, list_.VisibleVersion());
+  uint64_t seen = 0;
+  for (it.SeekToFirst(); it.Valid(); it.Next(), seen++) {
+    const char* e = it.node()->pnode->data();
+    if (sample.size() < target_sample_size) {
+      sample.push_back(e);
+    } else {
+      uint64_t j = rng() % (seen + 1);
+      if (j < target_sample_size) sample[j] = e;
+    }
+  }
+  entries->insert(sample.begin(), sample.end());
+}
+
+size_t FlintRep::ApproximateMemoryUsage() {
+  size_t frozen = sealed_usage_.load(std::memory_order_acquire);
+  if (frozen) return frozen;
+  size_t usage = list_.PmemBytes() + list_.DramBytes();
+  pmem::Pool* pool = pool_->pool();
+  if (pool->ApproxFreeBytes() < 2 * pool->reserve_bytes()) {
+    pressure_.store(true, std::memory_order_relaxed);
+  }
+  if (pressure_.load(std::memory_order_relaxed)) {
+    // Past write_buffer_size: RocksDB schedules a flush and switches.
+    usage = std::max<size_t>(usage, 2 * pool_->write_buffer_size_hint.load());
+  }
+  return usage;
+}
+
+rocksdb::MemTableRep::Iterator* FlintRep::GetIterator(rocksdb::Arena* arena) {
+  if (arena) return new (AcquireIteratorBlock()) RepIterator(&list_, true);
+  return new RepIterator(&list_, false);
+}
+
+}  // namespace rocks
+}  // namespace flintkv

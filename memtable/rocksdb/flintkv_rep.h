@@ -1,0 +1,91 @@
+// FlintRep: rocksdb::MemTableRep on a DurableSkipList in a pool.
+//
+// Entries are RocksDB's encoded memtable entries, written by RocksDB
+// straight into the PMEM node that Allocate hands out (no copy). Keys
+// (internal keys) are unique, so the list runs with unique_keys and without
+// version collapsing.
+// Thread safety: as rocksdb::MemTableRep — concurrent inserts (when
+// allow_concurrent_memtable_write) and reads; Mark* from RocksDB's flush.
+// Persistence: P1/P2 via the skiplist; the list is dropped from the pool
+// only when RocksDB has flushed it (MarkFlushed) and destroys it (P6); a rep
+// destroyed unflushed stays in the pool for recovery.
+#pragma once
+
+#include <atomic>
+#include <memory>
+#include <string>
+
+#include "memtable/durable_skiplist.h"
+#include "memtable/rocksdb/pool_handle.h"
+#include "pmem/persist.h"
+#include "rocksdb/memtablerep.h"
+
+namespace flintkv {
+namespace rocks {
+
+using List = memtable::DurableSkipList<pmem::PmemPersist>;
+
+// Adapts RocksDB's comparator to the skiplist's (same key format).
+class RocksKeyComparator : public memtable::KeyComparator {
+ public:
+  explicit RocksKeyComparator(const rocksdb::MemTableRep::KeyComparator& c)
+      : c_(c) {}
+  int Compare(const char* a, const char* b) const override { return c_(a, b); }
+
+ private:
+  const rocksdb::MemTableRep::KeyComparator& c_;
+};
+
+class FlintRep : public rocksdb::MemTableRep {
+ public:
+  // root: a fresh list of this pool.
+  FlintRep(const rocksdb::MemTableRep::KeyComparator& cmp,
+           rocksdb::Allocator* allocator, std::shared_ptr<PoolHandle> pool,
+           pmem::ListRoot* root, rocksdb::Logger* logger);
+  ~FlintRep() override;
+
+  rocksdb::KeyHandle Allocate(const size_t len, char** buf) override;
+  void Insert(rocksdb::KeyHandle handle) override { InsertKey(handle); }
+  bool InsertKey(rocksdb::KeyHandle handle) override;
+  void InsertWithHint(rocksdb::KeyHandle h, void**) override { InsertKey(h); }
+  bool InsertKeyWithHint(rocksdb::KeyHandle h, void**) override {
+    return InsertKey(h);
+  }
+  void InsertConcurrently(rocksdb::KeyHandle h) override { InsertKey(h); }
+  bool InsertKeyConcurrently(rocksdb::KeyHandle h) override {
+    return InsertKey(h);
+  }
+  void InsertWithHintConcurrently(rocksdb::KeyHandle h, void**) override {
+    InsertKey(h);
+  }
+  bool InsertKeyWithHintConcurrently(rocksdb::KeyHandle h, void**) override {
+    return InsertKey(h);
+  }
+  bool Contains(const char* key) const override;
+  void MarkReadOnly() override;
+  void MarkFlushed() override;
+  void Get(const rocksdb::LookupKey& k, void* callback_args,
+           bool (*callback_func)(void* arg, const char* entry)) override;
+  uint64_t ApproximateNumEntries(const rocksdb::Slice& start_ikey,
+                                 const rocksdb::Slice& end_ikey) override;
+  void UniqueRandomSample(const uint64_t num_entries,
+                          const uint64_t target_sample_size,
+                          std::unordered_set<const char*>* entries) override;
+  size_t ApproximateMemoryUsage() override;
+  rocksdb::MemTableRep::Iterator* GetIterator(rocksdb::Arena* arena) override;
+
+ private:
+  Status AllocateNode(size_t len, pmem::NvmNode** node);
+
+  RocksKeyComparator cmp_;
+  std::shared_ptr<PoolHandle> pool_;
+  pmem::ListRoot* root_;
+  rocksdb::Logger* logger_;
+  List list_;
+  std::atomic<bool> flushed_{false};
+  std::atomic<bool> pressure_{false};  // pool nearly full: ask for a flush
+  std::atomic<size_t> sealed_usage_{0};  // usage frozen at MarkReadOnly
+};
+
+}  // namespace rocks
+}  // namespace flintkv

@@ -1,0 +1,29 @@
+// What the RocksDB adapter keeps in a memtable list's ListRoot::user area
+// (part of the pool format, see docs/nvm_layout.md).
+#pragma once
+
+#include <cstdint>
+
+#include "pmem/layout.h"
+
+namespace flintkv {
+namespace rocks {
+
+constexpr uint64_t kMemtableMetaMagic = 0x314154454d544e46ull;  // "FNTMETA1"
+
+struct MemtableMeta {
+  uint64_t magic;
+  uint32_t column_family_id;
+  uint32_t reserved0;
+  uint64_t created_micros;  // wall clock, for `flintkv_tool inspect`
+  uint64_t reserved[13];
+};
+static_assert(sizeof(MemtableMeta) <= sizeof(pmem::ListRoot::user),
+              "MemtableMeta must fit the user area");
+
+inline const MemtableMeta* MetaOf(const pmem::ListRoot* root) {
+  return reinterpret_cast<const MemtableMeta*>(root->user);
+}
+
+}  // namespace rocks
+}  // namespace flintkv

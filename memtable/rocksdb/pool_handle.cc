@@ -1,0 +1,68 @@
+#include "memtable/rocksdb/pool_handle.h"
+
+#include <sys/stat.h>
+
+#include <cerrno>
+#include <cstring>
+#include <algorithm>
+#include <map>
+#include <mutex>
+
+namespace flintkv {
+namespace rocks {
+namespace {
+
+std::mutex& RegistryMutex() {
+  static std::mutex mu;
+  return mu;
+}
+std::map<std::string, std::weak_ptr<PoolHandle>>& Registry() {
+  static auto* r = new std::map<std::string, std::weak_ptr<PoolHandle>>();
+  return *r;
+}
+
+Status MakeDirs(const std::string& dir) {
+  for (size_t pos = 1; pos != std::string::npos;) {
+    pos = dir.find('/', pos + 1);
+    std::string part = dir.substr(0, pos);
+    if (mkdir(part.c_str(), 0755) != 0 && errno != EEXIST) {
+      return Status::IOError("cannot create " + part + ": " +
+                             std::strerror(errno));
+    }
+  }
+  return Status::OK();
+}
+
+}  // namespace
+
+Status PoolHandle::Get(const std::string& pool_dir, uint64_t pool_size,
+                       uint64_t chunk_size, std::shared_ptr<PoolHandle>* out) {
+  if (pool_dir.empty()) {
+    return Status::InvalidArgument("flintkv: pool_dir is not set");
+  }
+  std::string path = PoolPath(pool_dir);
+  std::lock_guard<std::mutex> g(RegistryMutex());
+  if (auto h = Registry()[path].lock()) {
+    *out = h;
+    return Status::OK();
+  }
+  Status s = MakeDirs(pool_dir);
+  if (!s.ok()) return s;
+  PoolOptions po;
+  po.path = path;
+  po.size = pool_size;
+  po.chunk_size = chunk_size;
+  auto h = std::make_shared<PoolHandle>();
+  s = pmem::Pool::Open(po, &h->pool_);
+  if (!s.ok()) return s;
+  // Hold back ~3% (at least 8 chunks) for writes already past the full
+  // check while RocksDB switches memtables.
+  h->pool_->set_reserve_bytes(
+      std::max<uint64_t>(h->pool_->size() / 32, 8 * chunk_size));
+  Registry()[path] = h;
+  *out = h;
+  return Status::OK();
+}
+
+}  // namespace rocks
+}  // namespace flintkv

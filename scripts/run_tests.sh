@@ -1,0 +1,44 @@
+#!/usr/bin/env bash
+# The whole test suite: set-up, Release build + all tests, then the
+# sanitizer builds (ASAN+UBSAN, TSAN). .ci/run calls exactly this.
+#   FLINTKV_LONG_TESTS=1  long crash campaigns / kill loops instead of quick
+#   --no-sanitizers       Release build and tests only (developer loop)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+ROOT=$PWD
+JOBS=${JOBS:-$(nproc)}
+SANITIZERS=1
+for a in "$@"; do
+  case "$a" in
+    --no-sanitizers) SANITIZERS=0 ;;
+    *) echo "unknown option $a" >&2; exit 2 ;;
+  esac
+done
+
+scripts/setup.sh
+
+build() {  # dir, extra cmake args...
+  local dir=$1; shift
+  cmake -S "$ROOT" -B "$dir" -DCMAKE_BUILD_TYPE=Release "$@" >/dev/null
+  cmake --build "$dir" -j"$JOBS"
+}
+
+start=$(date +%s)
+echo "=== Release build and full test suite"
+build build
+(cd build && ctest --output-on-failure -j1 --timeout 1200)
+
+if [ "$SANITIZERS" = 1 ]; then
+  echo "=== ASAN+UBSAN build: all tests except those labelled 'slow'"
+  build build-asan -DFLINTKV_SANITIZE=address -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+    -DFLINTKV_BUILD_BENCH=OFF
+  (cd build-asan && ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 \
+     UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
+     ctest --output-on-failure -j1 --timeout 1800 -LE slow)
+  echo "=== TSAN build: concurrency tests (label 'concurrency')"
+  build build-tsan -DFLINTKV_SANITIZE=thread -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+    -DFLINTKV_BUILD_BENCH=OFF
+  (cd build-tsan && TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1 \
+     ctest --output-on-failure -j1 --timeout 1800 -L concurrency)
+fi
+echo "=== all test stages passed in $(( $(date +%s) - start )) s"
