@@ -1,0 +1,144 @@
+// Shared helpers for the standalone engine's tests: unique temporary pool
+// paths (removed on destruction), quiet default options, test-mode switches
+// and printable forms of binary keys.
+//
+// Pools live in $FLINTKV_TEST_DIR (ctest sets /dev/shm), else /dev/shm.
+#pragma once
+
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+#include <string_view>
+
+#include "flintkv/options.h"
+
+#if defined(__SANITIZE_THREAD__)
+#define FLINTKV_TEST_TSAN 1
+#elif defined(__has_feature)
+#if __has_feature(thread_sanitizer)
+#define FLINTKV_TEST_TSAN 1
+#endif
+#endif
+#ifndef FLINTKV_TEST_TSAN
+#define FLINTKV_TEST_TSAN 0
+#endif
+
+#if defined(__SANITIZE_ADDRESS__)
+#define FLINTKV_TEST_ASAN 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define FLINTKV_TEST_ASAN 1
+#endif
+#endif
+#ifndef FLINTKV_TEST_ASAN
+#define FLINTKV_TEST_ASAN 0
+#endif
+
+namespace flintkv {
+namespace test {
+
+inline std::string TestDir() {
+  const char* d = std::getenv("FLINTKV_TEST_DIR");
+  return (d && *d) ? d : "/dev/shm";
+}
+
+// FLINTKV_LONG_TESTS=1 turns on the long variants.
+inline bool LongMode() {
+  const char* v = std::getenv("FLINTKV_LONG_TESTS");
+  return v && std::strcmp(v, "0") != 0 && *v;
+}
+
+inline bool SanitizerBuild() { return FLINTKV_TEST_TSAN || FLINTKV_TEST_ASAN; }
+
+// Scales an iteration count down for sanitizer builds (several times slower).
+inline int Scaled(int n, int tsan_divisor = 4, int asan_divisor = 2) {
+  if (FLINTKV_TEST_TSAN) return n / tsan_divisor > 0 ? n / tsan_divisor : 1;
+  if (FLINTKV_TEST_ASAN) return n / asan_divisor > 0 ? n / asan_divisor : 1;
+  return n;
+}
+
+// A unique pool path for the running test. The file (if any) is removed
+// when the object is destroyed, and before first use.
+class TempPool {
+ public:
+  explicit TempPool(const std::string& tag = "") {
+    static std::atomic<int> counter{0};
+    const ::testing::TestInfo* info =
+        ::testing::UnitTest::GetInstance()->current_test_info();
+    std::string name =
+        info ? std::string(info->test_suite_name()) + "." + info->name()
+             : "notest";
+    for (char& c : name) {
+      if (c == '/') c = '_';
+    }
+    path_ = TestDir() + "/flintkv_test_" + name + (tag.empty() ? "" : "_") +
+            tag + "_" + std::to_string(getpid()) + "_" +
+            std::to_string(counter.fetch_add(1));
+    unlink(path_.c_str());
+  }
+  ~TempPool() { unlink(path_.c_str()); }
+  TempPool(const TempPool&) = delete;
+  TempPool& operator=(const TempPool&) = delete;
+
+  const std::string& path() const { return path_; }
+
+ private:
+  std::string path_;
+};
+
+// Pool options for tests: small pool, notices swallowed (tests that check
+// the notice install their own info_log).
+inline PoolOptions QuietPoolOptions(const std::string& path,
+                                    uint64_t size = 64ull << 20,
+                                    uint64_t chunk_size = 256ull << 10) {
+  PoolOptions o;
+  o.path = path;
+  o.size = size;
+  o.chunk_size = chunk_size;
+  o.info_log = [](const std::string&) {};
+  return o;
+}
+
+inline StoreOptions QuietStoreOptions(const std::string& path,
+                                      uint64_t size = 64ull << 20,
+                                      uint64_t chunk_size = 256ull << 10) {
+  StoreOptions o;
+  o.pool = QuietPoolOptions(path, size, chunk_size);
+  return o;
+}
+
+// Printable form of a binary string for failure messages.
+inline std::string Printable(std::string_view s, size_t max_len = 80) {
+  std::string out;
+  for (size_t i = 0; i < s.size() && i < max_len; i++) {
+    unsigned char c = static_cast<unsigned char>(s[i]);
+    if (c >= 0x20 && c < 0x7f && c != '\\') {
+      out.push_back(static_cast<char>(c));
+    } else {
+      char buf[8];
+      std::snprintf(buf, sizeof(buf), "\\x%02x", c);
+      out += buf;
+    }
+  }
+  if (s.size() > max_len) {
+    out += "...(" + std::to_string(s.size()) + " bytes)";
+  }
+  return out;
+}
+
+// Writes `data` to `path` (truncating). Returns false on failure.
+inline bool WriteFile(const std::string& path, std::string_view data) {
+  FILE* f = std::fopen(path.c_str(), "wb");
+  if (!f) return false;
+  bool ok = std::fwrite(data.data(), 1, data.size(), f) == data.size();
+  return std::fclose(f) == 0 && ok;
+}
+
+}  // namespace test
+}  // namespace flintkv
