@@ -42,8 +42,12 @@ struct PoolRoot {
   uint32_t reserved0;
   uint64_t pool_size;     // size given at creation
   uint64_t next_list_id;  // monotonically increasing list ids
-  uint64_t reserved[4];
+  // Owned by the pool's user, zero at creation (formerly reserved, so format
+  // version 1 is unchanged). The RocksDB adapter keeps its published-
+  // sequence watermark here (docs/nvm_layout.md, "Pool root user words").
+  uint64_t user[4];
 };
+constexpr int kPoolRootUserWords = 4;
 
 enum NodeFlags : uint32_t {
   kNodeTombstone = 1u << 0,  // standalone Delete

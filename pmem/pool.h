@@ -75,6 +75,11 @@ class Pool : public Region {
   Status NewChunk(uint64_t list_id, size_t min_len, bool use_reserve,
                   char** begin, size_t* len) override;
 
+  // PoolRoot::user words: kPoolRootUserWords 8-byte words of the root line
+  // owned by the pool's user (the RocksDB adapter's sequence watermark, see
+  // docs/nvm_layout.md). Zero in a new pool; persist what you write.
+  uint64_t* root_user_words() const { return root_->user; }
+
  private:
   Pool() = default;
   Status Init(const PoolOptions& options);

@@ -82,6 +82,14 @@ class FlintKVFactory : public rocksdb::MemTableRepFactory {
       return rocksdb::Status::InvalidArgument(
           "flintkv: factory has no pool (PrepareOptions failed or not run)");
     }
+    if (pool_->leftover_state.load() == PoolHandle::kPending) {
+      return rocksdb::Status::InvalidArgument(
+          "flintkv: pool " + pool_->pool()->path() + " holds " +
+          std::to_string(pool_->leftover_lists().size()) +
+          " unflushed memtable(s) of an earlier run; recover them first "
+          "(flintkv_tool recover --db=<db> --pool_dir=<dir>, or "
+          "flintkv::OpenDB / flintkv::RecoverDB)");
+    }
     uint64_t need = cf.write_buffer_size *
                     (static_cast<uint64_t>(cf.max_write_buffer_number) + 1);
     pmem::Pool* pool = pool_->pool();

@@ -59,6 +59,12 @@ Status PoolHandle::Get(const std::string& pool_dir, uint64_t pool_size,
   // check while RocksDB switches memtables.
   h->pool_->set_reserve_bytes(
       std::max<uint64_t>(h->pool_->size() / 32, 8 * chunk_size));
+  for (pmem::ListRoot* l : h->pool_->Lists()) {
+    if (l->kind == pmem::kListMemtable && l->head.next != 0) {
+      h->leftovers_.push_back(l->list_id);
+    }
+  }
+  if (!h->leftovers_.empty()) h->leftover_state = kPending;
   Registry()[path] = h;
   *out = h;
   return Status::OK();

@@ -6,6 +6,7 @@
 #include <atomic>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "flintkv/status.h"
 #include "pmem/pool.h"
@@ -28,7 +29,20 @@ class PoolHandle {
   // the memtable reports at least this much usage under pool pressure.
   std::atomic<uint64_t> write_buffer_size_hint{64ull << 20};
 
+  // Memtable lists that already held entries when this process opened the
+  // pool: unflushed memtables of an earlier run (a crash, or a close with
+  // avoid_flush_during_shutdown). Sorted by list_id. Lists this process
+  // creates are never in here.
+  const std::vector<uint64_t>& leftover_lists() const { return leftovers_; }
+  // kPending: leftovers exist and nobody has taken charge of them; the
+  // factory then refuses DB::Open (P6: new writes would reuse the lost
+  // sequence numbers and a later replay would resurrect older values).
+  // flintkv recovery sets kClaimed before it opens the DB, kDone after.
+  enum LeftoverState : int { kNone = 0, kPending, kClaimed, kDone };
+  std::atomic<int> leftover_state{kNone};
+
  private:
+  std::vector<uint64_t> leftovers_;
   std::unique_ptr<pmem::Pool> pool_;
 };
 

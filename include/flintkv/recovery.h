@@ -1,0 +1,144 @@
+// Bringing unflushed FlintKV memtables back into a RocksDB database after a
+// crash (WAL disabled), and the crash-atomic write wrapper.
+//
+//   // Offline (what `flintkv_tool recover` does): open, replay, flush, close.
+//   flintkv::RecoveryOptions ro;
+//   ro.pool_dir = "/mnt/pmem0/db1";
+//   flintkv::RecoveryReport report;
+//   rocksdb::Status s = flintkv::RecoverDB(options, "/data/db1", cfs, ro,
+//                                          &report);
+//
+//   // Online: recover on open, and keep multi-key batches crash-atomic.
+//   rocksdb::DB* db;
+//   s = flintkv::OpenDB(options, "/data/db1", cfs, &handles, &db, ro);
+//
+// Guarantees (docs/rocksdb_recovery.md has the argument):
+//  - Plain factory (options.memtable_factory = flintkv factory, any DB
+//    API) + recovery: every write whose DB::Write returned is recovered;
+//    a multi-key WriteBatch that was in flight may come back in part.
+//  - OpenDB's wrapper: additionally every WriteBatch is all-or-nothing;
+//    Write returns only after a persisted watermark covers its sequence
+//    numbers, and recovery replays only entries at or below the watermark.
+//  - Never resurrects a value older than one already in SST files (P6).
+//  - DeleteRange is not covered (RocksDB keeps range tombstones in its own
+//    DRAM table, never in the memtable rep); the wrapper rejects it.
+// Thread safety: RecoverInto/RecoverDB must not run concurrently with writes
+// to the same DB. The DB returned by OpenDB is as thread-safe as RocksDB's.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "rocksdb/db.h"
+#include "rocksdb/options.h"
+#include "rocksdb/status.h"
+
+namespace flintkv {
+
+enum class WatermarkMode {
+  kAuto,  // honor the pool's watermark if a wrapper ever enabled it
+  kOn,    // honor it (error if the pool has none)
+  kOff,   // ignore it: replay every committed entry (plain factory use)
+};
+
+struct RecoveryOptions {
+  // The factory's pool_dir (one pool_dir per DB).
+  std::string pool_dir;
+  // Size of the pool if OpenDB has to create it.
+  uint64_t pool_size = 4ull << 30;
+  WatermarkMode watermark = WatermarkMode::kAuto;
+  // Replayed entries go to the DB in WriteBatches of about this many bytes.
+  size_t batch_bytes = 1 << 20;
+  // Progress and summary lines (nullptr: quiet).
+  void (*log)(const std::string& line) = nullptr;
+};
+
+struct RecoveryReport {
+  uint64_t lists_found = 0;  // leftover memtable lists in the pool
+  uint64_t lists_replayed = 0;
+  uint64_t lists_dropped_cf = 0;     // of a column family that no longer exists
+  uint64_t entries_seen = 0;         // committed entries walked
+  uint64_t entries_replayed = 0;     // re-applied through DB writes
+  uint64_t entries_superseded = 0;   // older versions of a replayed key
+  uint64_t dropped_uncommitted = 0;  // version MAX (P4)
+  uint64_t dropped_torn_batch = 0;   // FlintKV batch rollback (P3)
+  uint64_t dropped_above_watermark = 0;  // unacknowledged (wrapper)
+  uint64_t bytes_replayed = 0;
+  bool watermark_used = false;
+  uint64_t watermark = 0;
+  double walk_seconds = 0;    // reading + decoding the lists
+  double replay_seconds = 0;  // DB writes
+  double flush_seconds = 0;   // flush of all column families + drop
+  std::string ToString() const;
+};
+
+// Replays the leftover memtables of options.pool_dir into db, which must
+// have been opened with the flintkv factory on that pool_dir after
+// BeginRecovery(pool_dir) (or through OpenDB/RecoverDB, which do it), and
+// must not have taken writes since. handles: every column family of the DB
+// (lists of other column families are dropped: their CF was dropped).
+// Flushes all column families, then frees the replayed lists.
+rocksdb::Status RecoverInto(
+    rocksdb::DB* db, const std::vector<rocksdb::ColumnFamilyHandle*>& handles,
+    const RecoveryOptions& options, RecoveryReport* report);
+
+// Opens pool_dir's pool (it must exist) and lets a DB::Open with the flintkv
+// factory proceed although the pool holds leftover memtables; RecoverInto
+// must then run before any write. Without this call such a DB::Open fails
+// (new writes would reuse the lost sequence numbers, see the docs).
+rocksdb::Status BeginRecovery(const std::string& pool_dir);
+
+// Offline recovery: opens the DB at db_path with every column family listed
+// in cfs (empty: all of the DB's, with db_options' column family options),
+// sets the flintkv factory on pool_dir for each, replays, flushes, closes.
+// Afterwards the DB is readable without the plugin (stock ldb, db_bench).
+rocksdb::Status RecoverDB(const rocksdb::Options& db_options,
+                          const std::string& db_path,
+                          std::vector<rocksdb::ColumnFamilyDescriptor> cfs,
+                          const RecoveryOptions& options,
+                          RecoveryReport* report);
+
+// Opens the DB with the flintkv factory on options.pool_dir for every column
+// family (overriding memtable_factory), recovers leftovers, and returns a
+// wrapper whose writes are crash-atomic per WriteBatch (a persisted
+// watermark of published sequence numbers). Rejects DeleteRange, PutEntity
+// and unordered_write. Every write to this DB must go through the wrapper.
+rocksdb::Status OpenDB(const rocksdb::DBOptions& db_options,
+                       const std::string& name,
+                       const std::vector<rocksdb::ColumnFamilyDescriptor>& cfs,
+                       std::vector<rocksdb::ColumnFamilyHandle*>* handles,
+                       rocksdb::DB** db, const RecoveryOptions& options,
+                       RecoveryReport* report = nullptr);
+
+// What one pool holds (flintkv_tool inspect / verify).
+struct ListSummary {
+  uint64_t list_id = 0;
+  uint32_t kind = 0;   // pmem::ListKind
+  uint32_t state = 0;  // pmem::ListState
+  uint32_t column_family_id = 0;
+  uint64_t created_micros = 0;
+  bool leftover = false;  // held entries when the pool was opened
+  uint64_t entries = 0;   // committed nodes
+  uint64_t uncommitted = 0;
+  uint64_t min_seq = 0, max_seq = 0;
+  uint64_t chunks = 0, chunk_bytes = 0;
+  bool batch_mode = false;
+  uint64_t commit_version = 0;
+  std::string error;  // structural problem found by the walk, if any
+};
+struct PoolSummary {
+  std::string path;
+  uint64_t size = 0;
+  bool is_pmem = false;
+  uint64_t bytes_in_use = 0;
+  bool watermark_enabled = false;
+  uint64_t watermark = 0;
+  std::vector<ListSummary> lists;
+};
+// Opens the pool read-mostly (opening frees lists retired before a crash)
+// and walks every list with the validated walker. A structural problem is
+// reported in ListSummary::error and makes the status Corruption.
+rocksdb::Status InspectPool(const std::string& pool_dir, PoolSummary* out);
+
+}  // namespace flintkv
