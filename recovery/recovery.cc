@@ -271,20 +271,121 @@ std::vector<memtable::ChunkRange> ChunkRanges(const pmem::Pool* pool,
   return out;
 }
 
+// Smallest sequence number of a committed entry (false: none).
+Status MinSeq(pmem::Pool* pool, pmem::ListRoot* l,
+              const rocksdb::Comparator* ucmp, uint64_t* min_seq, bool* any) {
+  InternalKeyCmp cmp(ucmp);
+  uint64_t chunk_bytes;
+  auto chunks = ChunkRanges(pool, l->list_id, &chunk_bytes);
+  *any = false;
+  return memtable::WalkList(
+      *pool, l, cmp, &chunks,
+      [&](const pmem::NvmNode* n) {
+        Entry e;
+        if (n->version != pmem::kUncommittedVersion &&
+            !(l->batch_mode && n->version > l->commit_version) &&
+            DecodeEntry(n, &e) && (!*any || e.seq < *min_seq)) {
+          *min_seq = e.seq;
+          *any = true;
+        }
+        return memtable::WalkDecision::kKeep;
+      },
+      [](uint64_t*) {});
+}
+
+void PersistMeta(pmem::ListRoot* l, uint32_t state) {
+  rocks::MemtableMeta* m = rocks::MutableMetaOf(l);
+  m->recovery_state = state;
+  pmem::PmemPersist::Persist(&m->recovery_state, sizeof(m->recovery_state));
+}
+
+// Decides, before the first replayed write, which leftover lists to replay,
+// and makes the decision durable (docs/rocksdb_recovery.md, "Which lists
+// are replayed"):
+//  - a list whose smallest sequence number is <= the largest sequence
+//    number in its column family's SST files was flushed and installed
+//    (crash between the MANIFEST sync and MarkFlushed's retire): dropped;
+//  - a list marked kReplayPending by an interrupted recovery is replayed;
+//    unmarked lists created after it hold that recovery's copies: dropped;
+//  - every other list is marked kReplayPending (persisted) and replayed.
+// The check needs the DB exactly as the crash left it (no compaction has
+// zeroed sequence numbers; no writes since open).
+rocksdb::Status Triage(
+    rocksdb::DB* db,
+    const std::map<uint32_t, rocksdb::ColumnFamilyHandle*>& cf_by_id,
+    pmem::Pool* pool, std::vector<pmem::ListRoot*>* lists,
+    const RecoveryOptions& o, RecoveryReport* r) {
+  uint64_t max_pending_id = 0;
+  for (pmem::ListRoot* l : *lists) {
+    if (rocks::MetaOf(l)->recovery_state == rocks::kReplayPending) {
+      max_pending_id = std::max(max_pending_id, l->list_id);
+    }
+  }
+  std::map<uint32_t, uint64_t> file_seq;
+  for (auto& [id, cf] : cf_by_id) {
+    rocksdb::ColumnFamilyMetaData md;
+    db->GetColumnFamilyMetaData(cf, &md);
+    uint64_t mx = 0;
+    for (const auto& level : md.levels) {
+      for (const auto& f : level.files) mx = std::max(mx, f.largest_seqno);
+    }
+    file_seq[id] = mx;
+  }
+  std::vector<pmem::ListRoot*> keep;
+  for (pmem::ListRoot* l : *lists) {
+    const rocks::MemtableMeta* meta = rocks::MetaOf(l);
+    auto cf = cf_by_id.find(meta->column_family_id);
+    if (l->kind != pmem::kListMemtable ||
+        meta->magic != rocks::kMemtableMetaMagic || cf == cf_by_id.end() ||
+        meta->recovery_state == rocks::kReplayPending) {
+      keep.push_back(l);  // errors and dropped CFs are handled by the caller
+      continue;
+    }
+    if (max_pending_id && l->list_id > max_pending_id) {
+      Log(o, "flintkv: list " + std::to_string(l->list_id) +
+                 " holds copies made by an interrupted recovery: dropped");
+      r->lists_installed++;
+      pool->DropList(l);
+      continue;
+    }
+    uint64_t min_seq = 0;
+    bool any = false;
+    Status s = MinSeq(pool, l, cf->second->GetComparator(), &min_seq, &any);
+    if (!s.ok()) return ToRocks(s);
+    if (!any || file_seq[cf->first] >= min_seq) {
+      if (any) {
+        Log(o, "flintkv: list " + std::to_string(l->list_id) +
+                   " was already flushed (SST holds sequence " +
+                   std::to_string(file_seq[cf->first]) + " >= its first " +
+                   std::to_string(min_seq) + "): dropped");
+        r->lists_installed++;
+      }
+      pool->DropList(l);
+      continue;
+    }
+    PersistMeta(l, rocks::kReplayPending);
+    keep.push_back(l);
+  }
+  *lists = keep;
+  return rocksdb::Status::OK();
+}
+
 }  // namespace
 
 std::string RecoveryReport::ToString() const {
   char buf[1024];
   std::snprintf(
       buf, sizeof(buf),
-      "lists: %llu found, %llu replayed, %llu of dropped column families; "
+      "lists: %llu found, %llu replayed, %llu already flushed, %llu of "
+      "dropped column families; "
       "entries: %llu committed, %llu replayed (%llu bytes), %llu superseded; "
       "dropped: %llu uncommitted (version MAX), %llu torn FlintKV batch, "
       "%llu above watermark; watermark: %s %llu; time: replay %.3f s, "
       "flush %.3f s",
       (unsigned long long)lists_found, (unsigned long long)lists_replayed,
-      (unsigned long long)lists_dropped_cf, (unsigned long long)entries_seen,
-      (unsigned long long)entries_replayed, (unsigned long long)bytes_replayed,
+      (unsigned long long)lists_installed, (unsigned long long)lists_dropped_cf,
+      (unsigned long long)entries_seen, (unsigned long long)entries_replayed,
+      (unsigned long long)bytes_replayed,
       (unsigned long long)entries_superseded,
       (unsigned long long)dropped_uncommitted,
       (unsigned long long)dropped_torn_batch,
@@ -358,6 +459,11 @@ rocksdb::Status RecoverInto(
 
   auto start = std::chrono::steady_clock::now();
   std::vector<pmem::ListRoot*> to_drop;
+  rocksdb::Status ps = Triage(db, cf_by_id, pool, &lists, o, r);
+  if (!ps.ok()) {
+    release();
+    return ps;
+  }
   for (pmem::ListRoot* l : lists) {
     const rocks::MemtableMeta* meta = rocks::MetaOf(l);
     if (l->kind != pmem::kListMemtable ||
@@ -454,7 +560,10 @@ rocksdb::Status RecoverDB(const rocksdb::Options& db_options,
   std::shared_ptr<rocksdb::MemTableRepFactory> factory;
   s = NewMemTableRepFactory(mo, &factory);
   if (!s.ok()) return fail(s);
-  for (auto& cf : cfs) cf.options.memtable_factory = factory;
+  for (auto& cf : cfs) {
+    cf.options.memtable_factory = factory;
+    cf.options.disable_auto_compactions = true;  // keep SST seqnos (Triage)
+  }
   rocksdb::DBOptions dbo(db_options);
   dbo.create_if_missing = false;
   dbo.avoid_flush_during_shutdown = false;
@@ -605,10 +714,20 @@ rocksdb::Status OpenDB(const rocksdb::DBOptions& db_options,
   std::shared_ptr<rocksdb::MemTableRepFactory> factory;
   rocksdb::Status s = NewMemTableRepFactory(mo, &factory);
   std::vector<rocksdb::ColumnFamilyDescriptor> descs(cfs);
-  for (auto& cf : descs) cf.options.memtable_factory = factory;
+  for (auto& cf : descs) {
+    cf.options.memtable_factory = factory;
+    // No compaction may zero SST sequence numbers before Triage reads them.
+    if (recover) cf.options.disable_auto_compactions = true;
+  }
   rocksdb::DB* db = nullptr;
   if (s.ok()) s = rocksdb::DB::Open(db_options, name, descs, handles, &db);
   if (s.ok() && recover) s = RecoverInto(db, *handles, o, report);
+  for (size_t i = 0; s.ok() && recover && i < handles->size(); i++) {
+    if (!cfs[i].options.disable_auto_compactions) {
+      s = db->SetOptions((*handles)[i],
+                         {{"disable_auto_compactions", "false"}});
+    }
+  }
   std::shared_ptr<PoolHandle> h;
   if (s.ok()) s = ToRocks(GetExistingPool(o.pool_dir, &h));
   if (!s.ok()) {

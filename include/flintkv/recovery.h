@@ -57,6 +57,7 @@ struct RecoveryOptions {
 struct RecoveryReport {
   uint64_t lists_found = 0;  // leftover memtable lists in the pool
   uint64_t lists_replayed = 0;
+  uint64_t lists_installed = 0;      // already in SST files: dropped
   uint64_t lists_dropped_cf = 0;     // of a column family that no longer exists
   uint64_t entries_seen = 0;         // committed entries walked
   uint64_t entries_replayed = 0;     // re-applied through DB writes
@@ -76,7 +77,10 @@ struct RecoveryReport {
 // Replays the leftover memtables of options.pool_dir into db, which must
 // have been opened with the flintkv factory on that pool_dir after
 // BeginRecovery(pool_dir) (or through OpenDB/RecoverDB, which do it), and
-// must not have taken writes since. handles: every column family of the DB
+// must not have taken writes since; open it with disable_auto_compactions
+// (re-enable with SetOptions afterwards) so that no compaction zeroes the
+// SST sequence numbers that tell which memtables were already flushed.
+// handles: every column family of the DB
 // (lists of other column families are dropped: their CF was dropped).
 // Flushes all column families, then frees the replayed lists.
 rocksdb::Status RecoverInto(

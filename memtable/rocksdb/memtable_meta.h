@@ -10,11 +10,14 @@ namespace flintkv {
 namespace rocks {
 
 constexpr uint64_t kMemtableMetaMagic = 0x314154454d544e46ull;  // "FNTMETA1"
+// MemtableMeta::recovery_state: a recovery found this list's data missing
+// from the SST files and will replay it (recovery/recovery.cc).
+constexpr uint32_t kReplayPending = 1;
 
 struct MemtableMeta {
   uint64_t magic;
   uint32_t column_family_id;
-  uint32_t reserved0;
+  uint32_t recovery_state;  // 0, or kReplayPending (set by flintkv recovery)
   uint64_t created_micros;  // wall clock, for `flintkv_tool inspect`
   uint64_t reserved[13];
 };
@@ -23,6 +26,9 @@ static_assert(sizeof(MemtableMeta) <= sizeof(pmem::ListRoot::user),
 
 inline const MemtableMeta* MetaOf(const pmem::ListRoot* root) {
   return reinterpret_cast<const MemtableMeta*>(root->user);
+}
+inline MemtableMeta* MutableMetaOf(pmem::ListRoot* root) {
+  return reinterpret_cast<MemtableMeta*>(root->user);
 }
 
 }  // namespace rocks
