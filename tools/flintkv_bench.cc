@@ -1,0 +1,708 @@
+// flintkv_bench: fillrandom into the standalone durable skiplist (paper §7.2).
+//
+// Compares three update paths that share the node layout, the PMEM allocator
+// (the pool's per-thread chunks), the comparator (BytewiseKeyComparator) and
+// the height generator:
+//   flintkv    DurableSkipList<PmemPersist>: the four-phase algorithm with
+//              CLWB/SFENCE through libpmem (plus the optional latency model).
+//   volatile   DurableSkipList<NoPersist>: the same code with no write-back
+//              and no fences, on the same pool: the volatile upper bound.
+//   globallock DurableSkipList<PmemPersist> with SkipListOptions::global_lock:
+//              every phase of every update under one mutex.
+//
+// Each run uses a fresh pool file, pre-generated unique random keys (a
+// seeded bijection of the key index, so keys are random-looking, reproducible
+// per thread and pairwise distinct), and threads that start together on a
+// barrier with the operations split evenly. Throughput is wall-clock
+// ops/s; latency is per call (one Put, or one WriteBatch with --batch_size),
+// with one steady_clock read per call. After each run the list is verified
+// (entry count, DRAM and PMEM list walks, a sample of lookups) and the tool
+// exits non-zero on any mismatch.
+//
+// Example:
+//   flintkv_bench --num=300000,1000000 --threads=1,2,4,8,16 --impl=all
+//                 --repeats=3
+#include <gflags/gflags.h>
+#include <libpmemobj.h>
+#include <sched.h>
+#include <sys/utsname.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cinttypes>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <ctime>
+#include <fstream>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <tuple>
+#include <vector>
+
+#include "flintkv/options.h"
+#include "flintkv/status.h"
+#include "memtable/coding.h"
+#include "memtable/durable_skiplist.h"
+#include "memtable/key_comparator.h"
+#include "memtable/list_walk.h"
+#include "memtable/thread_id.h"
+#include "pmem/persist.h"
+#include "pmem/pool.h"
+
+DEFINE_string(num, "1000000",
+              "Total operations (keys) per run; a comma-separated list runs "
+              "each value");
+DEFINE_string(threads, "1",
+              "Writer threads; a comma-separated list runs each value");
+DEFINE_int32(key_size, 16, "Key bytes (>= 8; keys are unique if >= 16)");
+DEFINE_int32(value_size, 64, "Value bytes");
+DEFINE_string(key_format, "decimal",
+              "decimal: zero-padded decimal digits; bytes: random bytes");
+DEFINE_string(pool_dir, "/dev/shm", "Directory for the pool files");
+DEFINE_string(impl, "all", "flintkv|volatile|globallock|all");
+DEFINE_int32(repeats, 3, "Runs per configuration; the median is reported");
+DEFINE_string(latency_model, "off",
+              "off|optane: extra ns per flushed line and per fence "
+              "(pmem::SetLatencyModel with LatencyModel::Optane())");
+DEFINE_int32(batch_size, 0,
+             "0: single puts; >0: WriteBatches (InsertBatch) of this many "
+             "keys");
+DEFINE_uint64(seed, 301, "Key generator seed");
+DEFINE_bool(prefault, true,
+            "Prefault the pool at creation (libpmemobj prefault.at_create) "
+            "so that tmpfs page faults are not timed");
+DEFINE_string(verify, "full",
+              "full: count + DRAM walk + PMEM walk + sampled lookups; "
+              "sample: count + sampled lookups");
+DEFINE_int32(verify_samples, 2000, "Keys looked up after each run");
+DEFINE_uint64(chunk_size, 4 << 20, "PMEM chunk handed to each writer");
+
+namespace flintkv {
+namespace bench {
+namespace {
+
+using memtable::BytewiseKeyComparator;
+using memtable::DurableSkipList;
+using memtable::IndexNode;
+using memtable::SkipListOptions;
+using Clock = std::chrono::steady_clock;
+
+[[noreturn]] void Die(const std::string& msg) {
+  std::fprintf(stderr, "flintkv_bench: FATAL: %s\n", msg.c_str());
+  std::fflush(stdout);
+  std::exit(1);
+}
+
+void Check(const Status& s, const std::string& what) {
+  if (!s.ok()) Die(what + ": " + s.ToString());
+}
+
+std::vector<uint64_t> ParseList(const std::string& flag, const char* name) {
+  std::vector<uint64_t> out;
+  std::stringstream ss(flag);
+  std::string item;
+  while (std::getline(ss, item, ',')) {
+    char* end = nullptr;
+    unsigned long long v = std::strtoull(item.c_str(), &end, 10);
+    if (item.empty() || *end != '\0' || v == 0) {
+      Die(std::string("--") + name + ": bad value '" + item + "'");
+    }
+    out.push_back(v);
+  }
+  if (out.empty()) Die(std::string("--") + name + " is empty");
+  return out;
+}
+
+// ---- Keys ----
+
+// A bijection on [0, 2^54): xorshift and odd multiplications mod 2^54.
+constexpr uint64_t kMask54 = (uint64_t{1} << 54) - 1;
+uint64_t Permute54(uint64_t x, uint64_t seed) {
+  x = (x ^ seed) & kMask54;
+  x ^= x >> 27;
+  x = (x * 0x3c79ac492ba7b653ull) & kMask54;
+  x ^= x >> 25;
+  x = (x * 0x1c69b3f74ac4ae35ull) & kMask54;
+  x ^= x >> 29;
+  return x;
+}
+
+// Distinct indexes map to distinct values in [0, 10^16) (cycle walking keeps
+// the restriction of a bijection to a subset a bijection).
+uint64_t KeyNumber(uint64_t index, uint64_t seed) {
+  constexpr uint64_t kLimit = 10000000000000000ull;  // 10^16
+  uint64_t x = Permute54(index, seed);
+  while (x >= kLimit) x = Permute54(x, seed);
+  return x;
+}
+
+// Writes key number `index` into dst[0, key_size).
+void MakeKey(uint64_t index, char* dst) {
+  const size_t ks = static_cast<size_t>(FLAGS_key_size);
+  uint64_t n = KeyNumber(index, FLAGS_seed);
+  if (FLAGS_key_format == "bytes") {
+    // Big-endian number first (distinct), then pseudo-random filler.
+    uint64_t fill = n * 0x9e3779b97f4a7c15ull + FLAGS_seed;
+    for (size_t i = 0; i < ks; i++) {
+      if (i < 8) {
+        dst[i] = static_cast<char>(n >> (56 - 8 * i));
+      } else {
+        fill ^= fill >> 31;
+        fill *= 0xbf58476d1ce4e5b9ull;
+        dst[i] = static_cast<char>(fill >> 56);
+      }
+    }
+    return;
+  }
+  // Fixed-width decimal, zero-padded on the left; keys shorter than 16
+  // digits keep the low digits (duplicates become possible).
+  for (size_t i = ks; i-- > 0;) {
+    dst[i] = static_cast<char>('0' + n % 10);
+    n /= 10;
+  }
+}
+
+// ---- Machine info ----
+
+std::string CpuInfoField(const std::string& field) {
+  std::ifstream in("/proc/cpuinfo");
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.compare(0, field.size(), field) == 0) {
+      size_t colon = line.find(':');
+      if (colon != std::string::npos) {
+        size_t b = line.find_first_not_of(" \t", colon + 1);
+        return b == std::string::npos ? "" : line.substr(b);
+      }
+    }
+  }
+  return "";
+}
+
+bool HasFlag(const std::string& flags, const std::string& f) {
+  std::stringstream ss(flags);
+  std::string w;
+  while (ss >> w) {
+    if (w == f) return true;
+  }
+  return false;
+}
+
+int AffinityCpus() {
+  cpu_set_t set;
+  if (sched_getaffinity(0, sizeof(set), &set) != 0) return -1;
+  return CPU_COUNT(&set);
+}
+
+// Jiffies stolen by the hypervisor and total, from /proc/stat.
+void CpuTimes(uint64_t* steal, uint64_t* total) {
+  std::ifstream in("/proc/stat");
+  std::string cpu;
+  in >> cpu;
+  *steal = *total = 0;
+  for (int i = 0; i < 10; i++) {
+    uint64_t v = 0;
+    if (!(in >> v)) break;
+    if (i < 8) *total += v;  // guest time is already in user/nice
+    if (i == 7) *steal = v;
+  }
+}
+
+std::string LoadAvg() {
+  std::ifstream in("/proc/loadavg");
+  std::string a, b, c;
+  in >> a >> b >> c;
+  return a + " " + b + " " + c;
+}
+
+double ProcessCpuSeconds() {
+  timespec ts;
+  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+  return static_cast<double>(ts.tv_sec) + ts.tv_nsec * 1e-9;
+}
+
+std::string NowString() {
+  char buf[64];
+  std::time_t t = std::time(nullptr);
+  std::strftime(buf, sizeof(buf), "%Y-%m-%d %H:%M:%S %Z", std::localtime(&t));
+  return buf;
+}
+
+// ---- One run ----
+
+struct RunResult {
+  double seconds = 0;
+  double ops_per_sec = 0;
+  double p50_us = 0;
+  double p99_us = 0;
+  double cpus = 0;  // process CPU time / wall time over the timed region
+};
+
+// Start barrier: every worker checks in, then the main thread opens the gate
+// and reads the start time. Waiters yield, so oversubscribed runs still
+// start promptly.
+struct StartGate {
+  std::atomic<int> ready{0};
+  std::atomic<bool> go{false};
+};
+
+double Percentile(std::vector<uint32_t>* v, double p) {
+  if (v->empty()) return 0;
+  size_t k = static_cast<size_t>(p * static_cast<double>(v->size() - 1));
+  std::nth_element(v->begin(), v->begin() + k, v->end());
+  return (*v)[k] / 1000.0;
+}
+
+std::string g_pool_notice;  // the pool's one-line "emulated PMEM" notice
+
+template <class P>
+RunResult RunOnce(const std::string& impl, const SkipListOptions& list_options,
+                  uint64_t num, int threads, int run_id) {
+  const size_t ks = static_cast<size_t>(FLAGS_key_size);
+  const size_t vs = static_cast<size_t>(FLAGS_value_size);
+  const size_t klen = memtable::VarintLength(ks) + ks;
+  const size_t node_bytes = pmem::NvmNode::AllocSize(klen + vs);
+
+  PoolOptions po;
+  po.path = FLAGS_pool_dir + "/flintkv_bench_" + std::to_string(getpid()) +
+            "_" + std::to_string(run_id) + ".pool";
+  po.chunk_size = FLAGS_chunk_size;
+  // Nodes, one partly used chunk per writer, and pmemobj metadata.
+  po.size = num * node_bytes + num * node_bytes / 8 +
+            (threads + 2) * 2 * FLAGS_chunk_size + (64ull << 20);
+  po.size = std::max<uint64_t>(po.size, PMEMOBJ_MIN_POOL);
+  po.info_log = [](const std::string& m) {
+    if (g_pool_notice.empty()) g_pool_notice = m;
+  };
+  unlink(po.path.c_str());
+
+  RunResult result;
+  {
+    std::unique_ptr<pmem::Pool> pool;
+    Check(pmem::Pool::Open(po, &pool), "open pool " + po.path);
+    pmem::ListRoot* root = nullptr;
+    Check(pool->CreateList(pmem::kListStandalone, &root), "create list");
+    BytewiseKeyComparator cmp;
+    SkipListOptions lo = list_options;
+    lo.chunk_size = FLAGS_chunk_size;
+    auto list =
+        std::make_unique<DurableSkipList<P>>(&cmp, pool.get(), root, lo);
+
+    // Keys and latencies are laid out per thread, generated before the
+    // barrier by the thread that uses them.
+    std::vector<uint64_t> begin(threads + 1);
+    for (int t = 0; t <= threads; t++) begin[t] = num * t / threads;
+    std::vector<std::vector<char>> keys(threads);
+    std::vector<std::vector<uint32_t>> lat(threads);
+    std::vector<char> value(vs);
+    for (size_t i = 0; i < vs; i++) {
+      value[i] = static_cast<char>('a' + (i * 7 + FLAGS_seed) % 26);
+    }
+    StartGate gate;
+    std::atomic<bool> failed{false};
+    std::string failure;
+    std::mutex failure_mu;
+
+    auto worker = [&](int t) {
+      const uint64_t n = begin[t + 1] - begin[t];
+      std::vector<char>& k = keys[t];
+      k.resize(n * ks);
+      for (uint64_t i = 0; i < n; i++) MakeKey(begin[t] + i, &k[i * ks]);
+      const uint64_t bs = FLAGS_batch_size > 0 ? FLAGS_batch_size : 1;
+      // Touched now so that the timed loop takes no page faults here.
+      std::vector<uint32_t>& l = lat[t];
+      l.assign((n + bs - 1) / bs, 0);
+      size_t calls = 0;
+      std::vector<pmem::NvmNode*> batch;
+      batch.reserve(bs);
+      memtable::ThreadId::Get();  // not timed
+      gate.ready.fetch_add(1);
+      while (!gate.go.load(std::memory_order_acquire)) sched_yield();
+
+      auto make_node = [&](uint64_t i) -> pmem::NvmNode* {
+        pmem::NvmNode* node;
+        Status s = list->AllocateNode(klen + vs, &node);
+        if (!s.ok()) {
+          std::lock_guard<std::mutex> g(failure_mu);
+          failure = "AllocateNode: " + s.ToString();
+          failed = true;
+          return nullptr;
+        }
+        char* p =
+            memtable::EncodeVarint32(node->data(), static_cast<uint32_t>(ks));
+        std::memcpy(p, &k[i * ks], ks);
+        std::memcpy(p + ks, value.data(), vs);
+        DurableSkipList<P>::SealNode(node, static_cast<uint32_t>(klen), 0);
+        return node;
+      };
+
+      Clock::time_point prev = Clock::now();
+      for (uint64_t i = 0; i < n && !failed.load(std::memory_order_relaxed);) {
+        Status s;
+        if (FLAGS_batch_size <= 0) {
+          pmem::NvmNode* node = make_node(i);
+          if (!node) break;
+          s = list->Insert(node);
+          i++;
+        } else {
+          batch.clear();
+          for (uint64_t e = std::min(n, i + bs); i < e; i++) {
+            pmem::NvmNode* node = make_node(i);
+            if (!node) break;
+            batch.push_back(node);
+          }
+          if (failed.load()) break;
+          s = list->InsertBatch(batch.data(), batch.size());
+        }
+        Clock::time_point now = Clock::now();
+        uint64_t ns =
+            std::chrono::duration_cast<std::chrono::nanoseconds>(now - prev)
+                .count();
+        l[calls++] = static_cast<uint32_t>(std::min<uint64_t>(ns, UINT32_MAX));
+        prev = now;
+        if (!s.ok()) {
+          std::lock_guard<std::mutex> g(failure_mu);
+          failure = "Insert: " + s.ToString();
+          failed = true;
+        }
+      }
+      l.resize(calls);
+    };
+
+    std::vector<std::thread> workers;
+    for (int t = 0; t < threads; t++) workers.emplace_back(worker, t);
+    while (gate.ready.load() < threads) sched_yield();
+    double cpu0 = ProcessCpuSeconds();
+    Clock::time_point start = Clock::now();
+    gate.go.store(true, std::memory_order_release);
+    for (auto& w : workers) w.join();
+    Clock::time_point end = Clock::now();
+    double cpu1 = ProcessCpuSeconds();
+    if (failed) Die(impl + ": run failed: " + failure);
+
+    result.seconds = std::chrono::duration<double>(end - start).count();
+    result.ops_per_sec = static_cast<double>(num) / result.seconds;
+    result.cpus = (cpu1 - cpu0) / result.seconds;
+    std::vector<uint32_t> all;
+    for (auto& l : lat) all.insert(all.end(), l.begin(), l.end());
+    result.p50_us = Percentile(&all, 0.50);
+    result.p99_us = Percentile(&all, 0.99);
+
+    // ---- Verification (not timed) ----
+    auto fail = [&](const std::string& what) {
+      Die(impl + " threads=" + std::to_string(threads) +
+          " num=" + std::to_string(num) + ": VERIFY FAILED: " + what);
+    };
+    if (list->NumEntries() != num) {
+      fail("NumEntries " + std::to_string(list->NumEntries()) +
+           " != " + std::to_string(num));
+    }
+    const uint64_t vv = list->VisibleVersion();
+    const uint64_t want_vv =
+        FLAGS_batch_size > 0
+            ? [&] {
+                uint64_t b = 0;
+                for (int t = 0; t < threads; t++) {
+                  uint64_t n = begin[t + 1] - begin[t];
+                  b += (n + FLAGS_batch_size - 1) / FLAGS_batch_size;
+                }
+                return b;
+              }()
+            : num;
+    if (vv != want_vv) {
+      fail("visible_version " + std::to_string(vv) +
+           " != " + std::to_string(want_vv) + " (one per Put / WriteBatch)");
+    }
+    if (FLAGS_verify == "full") {
+      // DRAM level 0: every entry, in order (Iterator skips nothing here:
+      // keys are distinct and there are no tombstones).
+      uint64_t count = 0;
+      typename DurableSkipList<P>::Iterator it(list.get(), vv);
+      std::string last;
+      for (it.SeekToFirst(); it.Valid(); it.Next()) {
+        std::string_view key = memtable::PrefixedKey(it.node()->key());
+        if (count > 0 && !(last < key)) fail("DRAM list out of order");
+        last.assign(key);
+        count++;
+      }
+      if (count != num && ks >= 16) {
+        fail("DRAM walk found " + std::to_string(count) + " keys, want " +
+             std::to_string(num));
+      }
+      // PMEM list: validated walk from the persistent head (P2).
+      uint64_t pcount = 0;
+      Status s = memtable::WalkList(
+          *pool, root, cmp, nullptr,
+          [&](const pmem::NvmNode* n) {
+            if (n->version == pmem::kUncommittedVersion) {
+              fail("persistent node still has version MAX");
+            }
+            pcount++;
+            return memtable::WalkDecision::kKeep;
+          },
+          [](uint64_t*) {});
+      if (!s.ok()) fail("PMEM walk: " + s.ToString());
+      if (pcount != num) {
+        fail("PMEM walk found " + std::to_string(pcount) + " nodes, want " +
+             std::to_string(num));
+      }
+    }
+    // Sampled lookups with value check.
+    std::vector<char> pk(klen);
+    int samples = std::max(1, FLAGS_verify_samples);
+    for (int j = 0; j < samples; j++) {
+      uint64_t idx = (num * static_cast<uint64_t>(j)) / samples +
+                     (j * 7919u) % std::max<uint64_t>(1, num / samples);
+      idx = std::min(idx, num - 1);
+      char* p = memtable::EncodeVarint32(pk.data(), static_cast<uint32_t>(ks));
+      MakeKey(idx, p);
+      const IndexNode* n = list->Find(pk.data(), vv);
+      if (!n) fail("key #" + std::to_string(idx) + " not found");
+      const pmem::NvmNode* pn = n->pnode;
+      if (pn->data_size != klen + vs ||
+          std::memcmp(pn->data() + klen, value.data(), vs) != 0) {
+        fail("key #" + std::to_string(idx) + " has a wrong value");
+      }
+    }
+    list.reset();
+    pool.reset();
+  }
+  unlink(po.path.c_str());
+  return result;
+}
+
+// ---- Driver ----
+
+struct Config {
+  std::string impl;
+  int threads;
+  uint64_t num;
+};
+
+struct Summary {
+  double ops = 0, ops_min = 0, ops_max = 0, p50 = 0, p99 = 0, cpus = 0;
+  double ops_per_cpu = 0;  // ops per CPU-second of this process
+};
+
+double Median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  size_t n = v.size();
+  return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
+RunResult RunImpl(const Config& c, int run_id) {
+  SkipListOptions lo;
+  if (c.impl == "flintkv") {
+    return RunOnce<pmem::PmemPersist>(c.impl, lo, c.num, c.threads, run_id);
+  }
+  if (c.impl == "volatile") {
+    return RunOnce<pmem::NoPersist>(c.impl, lo, c.num, c.threads, run_id);
+  }
+  lo.global_lock = true;
+  return RunOnce<pmem::PmemPersist>(c.impl, lo, c.num, c.threads, run_id);
+}
+
+std::string Fmt(const char* fmt, double v) {
+  char buf[64];
+  std::snprintf(buf, sizeof(buf), fmt, v);
+  return buf;
+}
+
+int Main(int argc, char** argv) {
+  std::string cmdline;
+  for (int i = 0; i < argc; i++) {
+    if (i) cmdline += ' ';
+    cmdline += argv[i];
+  }
+  gflags::SetUsageMessage("fillrandom into the standalone durable skiplist");
+  gflags::ParseCommandLineFlags(&argc, &argv, true);
+
+  std::vector<std::string> impls;
+  if (FLAGS_impl == "all") {
+    impls = {"flintkv", "volatile", "globallock"};
+  } else if (FLAGS_impl == "flintkv" || FLAGS_impl == "volatile" ||
+             FLAGS_impl == "globallock") {
+    impls = {FLAGS_impl};
+  } else {
+    Die("--impl must be flintkv, volatile, globallock or all");
+  }
+  std::vector<uint64_t> nums = ParseList(FLAGS_num, "num");
+  std::vector<uint64_t> thread_list = ParseList(FLAGS_threads, "threads");
+  for (uint64_t t : thread_list) {
+    if (t > 256) Die("--threads above 256");
+  }
+  if (FLAGS_key_size < 8) Die("--key_size must be >= 8");
+  if (FLAGS_value_size < 0) Die("--value_size must be >= 0");
+  if (FLAGS_repeats < 1) Die("--repeats must be >= 1");
+  if (FLAGS_batch_size < 0) Die("--batch_size must be >= 0");
+  if (FLAGS_key_format != "decimal" && FLAGS_key_format != "bytes") {
+    Die("--key_format must be decimal or bytes");
+  }
+  if (FLAGS_verify != "full" && FLAGS_verify != "sample") {
+    Die("--verify must be full or sample");
+  }
+  if (FLAGS_key_size < 16 && FLAGS_key_format == "decimal") {
+    std::fprintf(stderr,
+                 "flintkv_bench: warning: decimal keys shorter than 16 bytes "
+                 "may repeat; DRAM walk count is not checked\n");
+  }
+  LatencyModel model;
+  if (FLAGS_latency_model == "optane") {
+    model = LatencyModel::Optane();
+  } else if (FLAGS_latency_model != "off") {
+    Die("--latency_model must be off or optane");
+  }
+  pmem::SetLatencyModel(model);
+  if (FLAGS_prefault) {
+    int one = 1;
+    if (pmemobj_ctl_set(nullptr, "prefault.at_create", &one) != 0) {
+      Die(std::string("pmemobj_ctl_set(prefault.at_create): ") +
+          pmemobj_errormsg());
+    }
+  }
+
+  // ---- Header ----
+  std::string flags = CpuInfoField("flags");
+  struct utsname un;
+  uname(&un);
+  std::printf("## flintkv_bench fillrandom (standalone durable skiplist)\n\n");
+  std::printf("- command: `%s`\n", cmdline.c_str());
+  std::printf("- date: %s\n", NowString().c_str());
+  std::printf(
+      "- machine: %s (family %s model %s stepping %s)%s; nproc %u "
+      "(affinity %d); clwb %s, clflushopt %s; kernel %s %s; load average "
+      "at start %s\n",
+      CpuInfoField("model name").c_str(), CpuInfoField("cpu family").c_str(),
+      CpuInfoField("model").c_str(), CpuInfoField("stepping").c_str(),
+      HasFlag(flags, "hypervisor") ? ", virtual machine" : "",
+      std::thread::hardware_concurrency(), AffinityCpus(),
+      HasFlag(flags, "clwb") ? "yes" : "no",
+      HasFlag(flags, "clflushopt") ? "yes" : "no", un.sysname, un.release,
+      LoadAvg().c_str());
+  std::printf(
+      "- workload: key %d B (%s), value %d B, %s, pool in %s, latency model "
+      "%s (%u ns/line, %u ns/fence), prefault %s, repeats %d (median)\n",
+      FLAGS_key_size, FLAGS_key_format.c_str(), FLAGS_value_size,
+      FLAGS_batch_size > 0
+          ? ("WriteBatch of " + std::to_string(FLAGS_batch_size) + " keys")
+                .c_str()
+          : "single Put",
+      FLAGS_pool_dir.c_str(), FLAGS_latency_model.c_str(),
+      model.ns_per_flushed_line, model.ns_per_fence,
+      FLAGS_prefault ? "on" : "off", FLAGS_repeats);
+  std::fflush(stdout);
+
+  // Repeats are the outer loop so that slow drift on a shared machine
+  // spreads over all configurations instead of biasing one.
+  std::vector<Config> configs;
+  for (uint64_t num : nums) {
+    for (uint64_t t : thread_list) {
+      for (const std::string& impl : impls) {
+        configs.push_back({impl, static_cast<int>(t), num});
+      }
+    }
+  }
+  std::map<std::tuple<std::string, int, uint64_t>, std::vector<RunResult>>
+      results;
+  int run_id = 0;
+  uint64_t steal0, total0, steal1, total1;
+  CpuTimes(&steal0, &total0);
+  Clock::time_point bench_start = Clock::now();
+  for (int r = 0; r < FLAGS_repeats; r++) {
+    for (const Config& c : configs) {
+      RunResult res = RunImpl(c, run_id++);
+      std::fprintf(stderr,
+                   "run %d/%d %-10s threads=%-3d num=%-8" PRIu64
+                   " %9.0f ops/s  p50 %7.2f us  p99 %8.2f us  cpus %.2f"
+                   "  (%.2f s)\n",
+                   r + 1, FLAGS_repeats, c.impl.c_str(), c.threads, c.num,
+                   res.ops_per_sec, res.p50_us, res.p99_us, res.cpus,
+                   res.seconds);
+      results[{c.impl, c.threads, c.num}].push_back(res);
+    }
+  }
+  CpuTimes(&steal1, &total1);
+  std::printf(
+      "- finished: %d runs in %.0f s; load average at end %s; CPU time "
+      "stolen by the hypervisor %.1f%%\n",
+      run_id, std::chrono::duration<double>(Clock::now() - bench_start).count(),
+      LoadAvg().c_str(),
+      total1 > total0 ? 100.0 * (steal1 - steal0) / (total1 - total0) : 0.0);
+  if (!g_pool_notice.empty()) {
+    std::printf("- pool: %s\n", g_pool_notice.c_str());
+  }
+  const char* unit = FLAGS_batch_size > 0 ? "batch" : "put";
+  std::printf(
+      "\n| impl | threads | num | kops/s (median) | kops/s min–max | "
+      "p50 us/%s | p99 us/%s | CPUs used | kops/CPU-s | flintkv/volatile | "
+      "flintkv/globallock | per CPU-s: flintkv/volatile | "
+      "flintkv/globallock |\n",
+      unit, unit);
+  std::printf(
+      "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n");
+  auto summarize = [&](const std::vector<RunResult>& v) {
+    Summary s;
+    std::vector<double> ops, p50, p99, cpus, per_cpu;
+    for (const RunResult& r : v) {
+      ops.push_back(r.ops_per_sec);
+      per_cpu.push_back(r.cpus > 0 ? r.ops_per_sec / r.cpus : 0);
+      p50.push_back(r.p50_us);
+      p99.push_back(r.p99_us);
+      cpus.push_back(r.cpus);
+    }
+    s.cpus = Median(cpus);
+    s.ops_per_cpu = Median(per_cpu);
+    s.ops = Median(ops);
+    s.ops_min = *std::min_element(ops.begin(), ops.end());
+    s.ops_max = *std::max_element(ops.begin(), ops.end());
+    s.p50 = Median(p50);
+    s.p99 = Median(p99);
+    return s;
+  };
+  for (uint64_t num : nums) {
+    for (uint64_t t : thread_list) {
+      auto get = [&](const std::string& impl, Summary* s) {
+        auto it = results.find({impl, static_cast<int>(t), num});
+        if (it == results.end()) return false;
+        *s = summarize(it->second);
+        return true;
+      };
+      Summary fk, vol, gl;
+      bool has_fk = get("flintkv", &fk);
+      (void)has_fk;
+      bool has_vol = get("volatile", &vol);
+      bool has_gl = get("globallock", &gl);
+      for (const std::string& impl : impls) {
+        Summary s;
+        get(impl, &s);
+        std::string r1, r2, r3, r4;
+        if (impl == "flintkv") {
+          r1 = has_vol ? Fmt("%.2f", fk.ops / vol.ops) : "–";
+          r2 = has_gl ? Fmt("%.2f", fk.ops / gl.ops) : "–";
+          r3 = has_vol ? Fmt("%.2f", fk.ops_per_cpu / vol.ops_per_cpu) : "–";
+          r4 = has_gl ? Fmt("%.2f", fk.ops_per_cpu / gl.ops_per_cpu) : "–";
+        }
+        std::printf("| %s | %" PRIu64 " | %" PRIu64
+                    " | %.0f | %.0f–%.0f | %.2f | %.2f | %.2f | %.0f | %s | %s "
+                    "| %s | %s |\n",
+                    impl.c_str(), t, num, s.ops / 1e3, s.ops_min / 1e3,
+                    s.ops_max / 1e3, s.p50, s.p99, s.cpus, s.ops_per_cpu / 1e3,
+                    r1.c_str(), r2.c_str(), r3.c_str(), r4.c_str());
+      }
+    }
+  }
+  return 0;
+}
+
+}  // namespace
+}  // namespace bench
+}  // namespace flintkv
+
+int main(int argc, char** argv) { return flintkv::bench::Main(argc, argv); }
