@@ -206,10 +206,14 @@ int RegisterFlintKV(rocksdb::ObjectLibrary& library, const std::string&) {
   return 1;
 }
 
+#ifndef FLINTKV_NO_STATIC_REGISTRAR
 namespace {
 // Loading the shared library (LD_PRELOAD, dlopen) registers the factory.
+// In-tree plugin builds (memtable/rocksdb/plugin/) define
+// FLINTKV_NO_STATIC_REGISTRAR and are registered via flintkv_register.
 const int kRegistered = RegisterFlintKV(*rocksdb::ObjectLibrary::Default(), "");
 }  // namespace
+#endif
 
 }  // namespace flintkv
 

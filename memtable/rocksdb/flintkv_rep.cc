@@ -38,10 +38,17 @@ const char* EncodeTarget(const rocksdb::Slice& internal_key,
   return buf->data();
 }
 
+// RocksDB filters memtable entries by sequence number itself, and a
+// memtable iterator must see entries inserted after it was created
+// (tailing iterators keep theirs across Seeks; SkipListRep's do). So
+// iterators and Get read every committed (linked) node rather than a
+// version snapshot; only uncommitted nodes (version MAX) stay hidden.
+constexpr uint64_t kAllCommitted = pmem::kUncommittedVersion - 1;
+
 class RepIterator : public rocksdb::MemTableRep::Iterator {
  public:
   RepIterator(const List* list, bool in_block)
-      : it_(list, list->VisibleVersion()), in_block_(in_block) {}
+      : it_(list, kAllCommitted), in_block_(in_block) {}
   ~RepIterator() override {
     // RocksDB's "arena" iterators are destroyed but never freed: park the
     // block (see iterator_cache.h).
@@ -170,7 +177,7 @@ bool FlintRep::InsertKey(rocksdb::KeyHandle handle) {
 }
 
 bool FlintRep::Contains(const char* key) const {
-  return list_.Find(key, pmem::kUncommittedVersion - 1) != nullptr;
+  return list_.Find(key, kAllCommitted) != nullptr;
 }
 
 void FlintRep::MarkReadOnly() {
@@ -189,7 +196,7 @@ void FlintRep::MarkFlushed() {
 
 void FlintRep::Get(const rocksdb::LookupKey& k, void* callback_args,
                    bool (*callback_func)(void* arg, const char* entry)) {
-  List::Iterator it(&list_, list_.VisibleVersion());
+  List::Iterator it(&list_, kAllCommitted);
   for (it.Seek(MemtableKeyOf(k));
        it.Valid() && callback_func(callback_args, it.node()->pnode->data());
        it.Next()) {
