@@ -349,9 +349,13 @@ rocksdb::Status Triage(
       continue;
     }
     uint64_t min_seq = 0;
-    bool any = false;
-    Status s = MinSeq(pool, l, cf->second->GetComparator(), &min_seq, &any);
-    if (!s.ok()) return ToRocks(s);
+    bool any = true;
+    if (file_seq[cf->first] == 0) {
+      min_seq = 1;  // no SST file can hold any of it; skip the walk
+    } else {
+      Status s = MinSeq(pool, l, cf->second->GetComparator(), &min_seq, &any);
+      if (!s.ok()) return ToRocks(s);
+    }
     if (!any || file_seq[cf->first] >= min_seq) {
       if (any) {
         Log(o, "flintkv: list " + std::to_string(l->list_id) +
@@ -380,8 +384,8 @@ std::string RecoveryReport::ToString() const {
       "dropped column families; "
       "entries: %llu committed, %llu replayed (%llu bytes), %llu superseded; "
       "dropped: %llu uncommitted (version MAX), %llu torn FlintKV batch, "
-      "%llu above watermark; watermark: %s %llu; time: replay %.3f s, "
-      "flush %.3f s",
+      "%llu above watermark; watermark: %s %llu; time: triage %.3f s, "
+      "replay %.3f s, flush %.3f s",
       (unsigned long long)lists_found, (unsigned long long)lists_replayed,
       (unsigned long long)lists_installed, (unsigned long long)lists_dropped_cf,
       (unsigned long long)entries_seen, (unsigned long long)entries_replayed,
@@ -391,7 +395,7 @@ std::string RecoveryReport::ToString() const {
       (unsigned long long)dropped_torn_batch,
       (unsigned long long)dropped_above_watermark,
       watermark_used ? "used" : "not used", (unsigned long long)watermark,
-      replay_seconds, flush_seconds);
+      triage_seconds, replay_seconds - triage_seconds, flush_seconds);
   return buf;
 }
 
@@ -460,6 +464,7 @@ rocksdb::Status RecoverInto(
   auto start = std::chrono::steady_clock::now();
   std::vector<pmem::ListRoot*> to_drop;
   rocksdb::Status ps = Triage(db, cf_by_id, pool, &lists, o, r);
+  r->triage_seconds = Seconds(start);
   if (!ps.ok()) {
     release();
     return ps;

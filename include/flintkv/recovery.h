@@ -68,8 +68,8 @@ struct RecoveryReport {
   uint64_t bytes_replayed = 0;
   bool watermark_used = false;
   uint64_t watermark = 0;
-  double walk_seconds = 0;    // reading + decoding the lists
-  double replay_seconds = 0;  // DB writes
+  double triage_seconds = 0;  // deciding which lists are already in SST
+  double replay_seconds = 0;  // triage + walking the lists + DB writes
   double flush_seconds = 0;   // flush of all column families + drop
   std::string ToString() const;
 };
