@@ -79,11 +79,11 @@ Status DurableSkipList<P>::AllocateNode(size_t data_size,
     char* begin;
     size_t len;
     // A node of more than a quarter chunk gets a chunk of its own, so big
-    // values do not waste the rest of the thread's arena.
-    bool own = size > options_.chunk_size / 4;
-    Status st =
-        region_->NewChunk(root_->list_id, own ? size : options_.chunk_size,
-                          use_reserve, &begin, &len);
+    // values do not waste the rest of the thread's arena; so does every node
+    // taken from the reserve, which must last until RocksDB switches.
+    bool own = size > options_.chunk_size / 4 || use_reserve;
+    Status st = region_->NewChunk(root_->list_id, own ? size : 0, use_reserve,
+                                  &begin, &len);
     if (!st.ok()) return st;
     pmem_bytes_.fetch_add(len, std::memory_order_relaxed);
     if (own) {
@@ -179,10 +179,10 @@ Status DurableSkipList<P>::Insert(pmem::NvmNode* node, InsertResult* result) {
   int tid = ThreadId::Get();
   if (tid < 0) return Status::Busy("more than 512 concurrent writer threads");
   PutAdv adv;
-  Status s = PrepareOnce(node, &adv.inode);
-  if (!s.ok()) return s;
   if (options_.global_lock) {
     std::lock_guard<std::mutex> g(global_mu_);
+    Status s = PrepareOnce(node, &adv.inode);
+    if (!s.ok()) return s;
     Locate(adv.inode->key(), adv.preds, adv.succs);
     if (IsDuplicate(adv.inode, adv.succs[0])) {
       DeleteIndexNode(adv.inode);
@@ -195,6 +195,8 @@ Status DurableSkipList<P>::Insert(pmem::NvmNode* node, InsertResult* result) {
     P::FullFence();
     return Status::OK();
   }
+  Status s = PrepareOnce(node, &adv.inode);
+  if (!s.ok()) return s;
   Slot* slot = &slots_[tid];
   while (true) {
     Locate(adv.inode->key(), adv.preds, adv.succs);
@@ -221,6 +223,8 @@ Status DurableSkipList<P>::InsertBatch(pmem::NvmNode* const* nodes,
   int tid = ThreadId::Get();
   if (tid < 0) return Status::Busy("more than 512 concurrent writer threads");
   std::vector<PutAdv> advs(n);
+  std::unique_lock<std::mutex> global;
+  if (options_.global_lock) global = std::unique_lock<std::mutex>(global_mu_);
   for (size_t i = 0; i < n; i++) {
     Status s = PrepareOnce(nodes[i], &advs[i].inode);
     if (!s.ok()) {
@@ -236,7 +240,6 @@ Status DurableSkipList<P>::InsertBatch(pmem::NvmNode* const* nodes,
     }
   };
   if (options_.global_lock) {
-    std::lock_guard<std::mutex> g(global_mu_);
     locate_and_prepare();
     ProcessBatch(&advs);
     for (PutAdv& a : advs) Promote(&a);

@@ -42,6 +42,7 @@ namespace internal {
 extern uint32_t g_ns_per_line;
 extern uint32_t g_ns_per_fence;
 void SpinNanos(uint64_t ns);
+double TicksPerNano();
 }  // namespace internal
 
 // Sets the process-wide latency model (0/0 turns it off).

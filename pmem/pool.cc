@@ -2,6 +2,7 @@
 
 #include <libpmem.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -17,6 +18,36 @@ namespace {
 // pmemobj objects are 16-byte aligned; FlintKV structures that want their
 // own cache lines start at the next 64-byte boundary inside the object.
 constexpr size_t kAlignSlack = kCacheLine;
+// libpmemobj rounds large objects plus its own header up to 256 KiB units;
+// a chunk object of chunk_size - kPmemobjHeaderAllowance fits exactly.
+constexpr size_t kPmemobjHeaderAllowance = 64;
+constexpr size_t kChunkOverhead = sizeof(ChunkHeader) + kAlignSlack;
+
+// libpmemobj's read-only consistency check, run in a child process: on some
+// corrupt files pmemobj_check itself crashes (seen in tests/pool_fuzz_test),
+// and a corrupt pool must give an error, not kill the caller (P7).
+// Returns 1 consistent, 0 inconsistent, -1 error, -2 the check crashed,
+// -3 the pool is locked by another open.
+int CheckInChild(const std::string& path) {
+  pid_t pid = fork();
+  if (pid < 0) return -1;
+  if (pid == 0) {
+    int rc = pmemobj_check(path.c_str(), kLayoutName);
+    bool busy = rc == -1 && (errno == EAGAIN || errno == EWOULDBLOCK);
+    _exit(rc == 1 ? 0 : rc == 0 ? 1 : busy ? 3 : 2);
+  }
+  int status = 0;
+  while (waitpid(pid, &status, 0) < 0) {
+    if (errno != EINTR) return -1;
+  }
+  if (!WIFEXITED(status)) return -2;
+  switch (WEXITSTATUS(status)) {
+    case 0: return 1;
+    case 1: return 0;
+    case 3: return -3;
+    default: return -1;
+  }
+}
 
 char* AlignUp(void* p) {
   uintptr_t a = reinterpret_cast<uintptr_t>(p);
@@ -125,15 +156,18 @@ Status Pool::Init(const PoolOptions& o) {
     // Read-only consistency check of libpmemobj's own metadata first, so
     // that a corrupt heap is reported instead of being trusted (P7).
     errno = 0;
-    int check = pmemobj_check(path_.c_str(), kLayoutName);
-    if (check == -1 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
+    int check = CheckInChild(path_);
+    if (check == -3) {
       // pmemobj_check takes the pool's flock too: a pool that is open
       // elsewhere is busy, not corrupt.
       return Status::Busy(path_ + ": pool is in use (already open)");
     }
     if (check != 1) {
-      std::string why = check == 0 ? "libpmemobj metadata is inconsistent"
-                                   : Errmsg();
+      std::string why =
+          check == 0    ? "libpmemobj metadata is inconsistent"
+          : check == -2 ? "libpmemobj's consistency check crashed on it"
+                        : "libpmemobj cannot read it (wrong layout, "
+                          "truncated, or not a pmemobj pool)";
       return Status::Corruption(path_ + ": not a valid FlintKV pool: " + why);
     }
     pop_ = pmemobj_open(path_.c_str(), kLayoutName);
@@ -357,7 +391,10 @@ uint64_t Pool::BytesInUse() const {
 
 Status Pool::NewChunk(uint64_t list_id, size_t min_len, bool use_reserve,
                       char** begin, size_t* len) {
-  uint64_t usable = std::max<uint64_t>(chunk_size_, min_len);
+  // Normal chunks fill libpmemobj's allocation units exactly; a larger
+  // request (one big node) gets what it needs.
+  uint64_t usable = std::max<uint64_t>(
+      chunk_size_ - kPmemobjHeaderAllowance - kChunkOverhead, min_len);
   if (!use_reserve && ApproxFreeBytes() < usable + reserve_bytes_) {
     return Status::NoSpace(path_ + ": pool is full (" +
                            std::to_string(size_ >> 20) +
@@ -368,8 +405,8 @@ Status Pool::NewChunk(uint64_t list_id, size_t min_len, bool use_reserve,
   int rc;
   {
     std::lock_guard<std::mutex> g(EnumMutex());
-    rc = pmemobj_alloc(pop_, &oid, usable + sizeof(ChunkHeader) + kAlignSlack,
-                       kTypeChunk, ChunkCtor, &args);
+    rc = pmemobj_alloc(pop_, &oid, usable + kChunkOverhead, kTypeChunk,
+                       ChunkCtor, &args);
   }
   if (rc != 0) {
     return Status::NoSpace(path_ + ": pool is full (" +
