@@ -30,7 +30,7 @@ class PrefixedKey {
     size_t n = memtable::VarintLength(key.size()) + key.size();
     char* p = n <= sizeof(inline_) ? inline_ : (heap_ = new char[n]);
     char* k = memtable::EncodeVarint32(p, static_cast<uint32_t>(key.size()));
-    std::memcpy(k, key.data(), key.size());
+    if (!key.empty()) std::memcpy(k, key.data(), key.size());  // UB if null
     data_ = p;
   }
   ~PrefixedKey() { delete[] heap_; }
@@ -221,8 +221,12 @@ class StoreImpl : public Store {
     if (!s.ok()) return s;
     char* p = memtable::EncodeVarint32(node->data(),
                                        static_cast<uint32_t>(key.size()));
-    std::memcpy(p, key.data(), key.size());
-    std::memcpy(p + key.size(), value.data(), value.size());
+    // An empty string_view may have a null data(): memcpy(dst, nullptr, 0)
+    // is undefined behaviour (UBSAN), so skip empty copies.
+    if (!key.empty()) std::memcpy(p, key.data(), key.size());
+    if (!value.empty()) {
+      std::memcpy(p + key.size(), value.data(), value.size());
+    }
     List::SealNode(node, static_cast<uint32_t>(klen), flags);
     *out = node;
     return Status::OK();

@@ -345,19 +345,23 @@ void CrashTest::RunKills(const Mode& mode) {
     }
     const uint64_t seed = base_seed * 1000 + kill_no;
     const int threads = 1 + static_cast<int>(rng() % mode.max_threads);
-    // Most kills count their delay from the end of the child's Store::Open
-    // (kills during writes); one in five from the fork (kills during open
-    // and recovery).
+    // The random delay counts from one of three moments, so that kills
+    // land in every phase whatever the speed of the build (sanitizers):
+    // the fork (kills during open and recovery), the end of the child's
+    // Store::Open (thread start, first chunk), or the first acknowledged op
+    // (kills during writes, most of them).
+    enum Anchor { kFork, kOpen, kFirstAck };
     uint64_t r = rng() % 10;
-    const bool from_fork = r < 2;
+    const Anchor anchor = r < 2 ? kFork : r < 3 ? kOpen : kFirstAck;
     const uint64_t delay_us = r == 0  ? 0
-                              : r < 2 ? rng() % 20000
-                              : r < 4 ? rng() % 1000
+                              : r < 3 ? rng() % 20000
+                              : r < 5 ? rng() % 1000
                                       : 1000 + rng() % 20000;
+    static const char* const kAnchorName[] = {"fork", "open", "first ack"};
     std::string where = "kill " + std::to_string(kill_no) + " (seed " +
                         std::to_string(seed) + ", " + std::to_string(threads) +
-                        " threads, " + std::to_string(delay_us) + " us" +
-                        (from_fork ? " from fork" : " from open") + ")";
+                        " threads, " + std::to_string(delay_us) + " us from " +
+                        kAnchorName[anchor] + ")";
 
     int fds[2];
     ASSERT_EQ(pipe(fds), 0);
@@ -374,7 +378,19 @@ void CrashTest::RunKills(const Mode& mode) {
     int status = 0;
     auto start = std::chrono::steady_clock::now();
     const auto open_limit = start + std::chrono::seconds(30);
-    while (ok && !from_fork && !opened &&
+    auto anchor_reached = [&] {
+      switch (anchor) {
+        case kFork:
+          return true;
+        case kOpen:
+          return opened;
+        case kFirstAck:
+          return std::any_of(acked.begin(), acked.end(),
+                             [](uint64_t n) { return n > 0; });
+      }
+      return true;
+    };
+    while (ok && !anchor_reached() &&
            std::chrono::steady_clock::now() < open_limit) {
       pollfd p{fds[0], POLLIN, 0};
       poll(&p, 1, 10);
@@ -384,7 +400,7 @@ void CrashTest::RunKills(const Mode& mode) {
         break;
       }
     }
-    if (!from_fork) start = std::chrono::steady_clock::now();
+    if (anchor != kFork) start = std::chrono::steady_clock::now();
     auto deadline = start + std::chrono::microseconds(delay_us);
     while (ok && std::chrono::steady_clock::now() < deadline) {
       ok = Drain(fds[0], &acked, &opened, false, &err);
