@@ -179,22 +179,9 @@ Status DurableSkipList<P>::Insert(pmem::NvmNode* node, InsertResult* result) {
   int tid = ThreadId::Get();
   if (tid < 0) return Status::Busy("more than 512 concurrent writer threads");
   PutAdv adv;
-  if (options_.global_lock) {
-    std::lock_guard<std::mutex> g(global_mu_);
-    Status s = PrepareOnce(node, &adv.inode);
-    if (!s.ok()) return s;
-    Locate(adv.inode->key(), adv.preds, adv.succs);
-    if (IsDuplicate(adv.inode, adv.succs[0])) {
-      DeleteIndexNode(adv.inode);
-      if (result) *result = InsertResult::kDuplicate;
-      return Status::OK();
-    }
-    Prepare(&adv);
-    ProcessPut(&adv, false);  // cannot fail: nothing moved under the lock
-    Promote(&adv);
-    P::FullFence();
-    return Status::OK();
-  }
+  // The global-lock baseline runs every phase under one mutex.
+  std::unique_lock<std::mutex> global;
+  if (options_.global_lock) global = std::unique_lock<std::mutex>(global_mu_);
   Status s = PrepareOnce(node, &adv.inode);
   if (!s.ok()) return s;
   Slot* slot = &slots_[tid];
@@ -208,11 +195,16 @@ Status DurableSkipList<P>::Insert(pmem::NvmNode* node, InsertResult* result) {
       return Status::OK();
     }
     Prepare(&adv);
+    if (global) {
+      ProcessPut(&adv, false);  // cannot fail: nothing moved under the lock
+      break;
+    }
     slot->put = &adv;
     slot->batch = nullptr;
     if (Attach(slot) == kSuccess) break;
   }
   Promote(&adv);
+  if (global) P::FullFence();  // as the combiner does after its lock
   return Status::OK();
 }
 
