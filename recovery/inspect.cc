@@ -118,7 +118,10 @@ rocksdb::Status InspectPool(const std::string& pool_dir, PoolSummary* out) {
         [](uint64_t*) {});
     if (!ws.ok() && ls.error.empty()) ls.error = ws.message();
     if (!ls.error.empty() && first_error.empty()) {
-      first_error = "list " + std::to_string(l->list_id) + ": " + ls.error;
+      first_error =
+          ls.error.rfind("list ", 0) == 0
+              ? ls.error
+              : "list " + std::to_string(l->list_id) + ": " + ls.error;
     }
     out->lists.push_back(ls);
   }
