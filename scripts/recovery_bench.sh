@@ -30,7 +30,7 @@ run() { echo "\$ $*" >&2; "$@" 2> >(grep -v 'emulated PMEM' >&2); }
   echo "Machine: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //'), $(nproc) cores (shared with other jobs), $(free -g | awk '/Mem:/{print $2}') GiB RAM, $(uname -r); RocksDB $(dpkg-query -W -f='${Version}' librocksdb-dev 2>/dev/null) (Debian, assertions on)."
   echo "Pool and WAL both on tmpfs ($(dirname "$DIR")): emulated PMEM (CLWB+SFENCE still issued)."
   echo
-  echo "## Recovery time (best of $REPS)"
+  echo "## Recovery time (median of $REPS)"
   echo
   echo "A child writes random 16-byte keys with 100-byte values until the size below is in the memtable (nothing flushed), then dies with \`_exit\`. FlintKV = \`RecoverDB\`: DB::Open + walk of the persistent sorted lists + key-ordered re-insert + flush + close. RocksDB = DB::Open replaying the WAL (default skiplist memtable; the recovered memtable is flushed at open as well) + close."
   echo
@@ -41,7 +41,7 @@ run() { echo "\$ $*" >&2; "$@" 2> >(grep -v 'emulated PMEM' >&2); }
   done
   echo '```'
   echo
-  echo "## Watermark cost (OpenDB wrapper vs plain factory, WAL off, best of 3)"
+  echo "## Watermark cost (OpenDB wrapper vs plain factory, WAL off, median of $REPS)"
   echo
   echo '```'
   for cfg in $WM_CFG; do
