@@ -46,7 +46,7 @@ std::string GroupPrefix(int group) {
   return buf;
 }
 std::string GroupKey(int group, int i) {
-  char buf[8];
+  char buf[16];
   std::snprintf(buf, sizeof(buf), "%02d", i);
   return GroupPrefix(group) + buf;
 }
