@@ -103,8 +103,7 @@ class DurableSkipList {
 
   class Iterator {
    public:
-    Iterator(const DurableSkipList* list, uint64_t vv)
-        : list_(list), vv_(vv) {}
+    Iterator(const DurableSkipList* list, uint64_t vv) : list_(list), vv_(vv) {}
     bool Valid() const { return node_ != nullptr; }
     const IndexNode* node() const { return node_; }
     void Seek(const char* key);

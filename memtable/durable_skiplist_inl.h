@@ -27,8 +27,7 @@ inline void Backoff(int* spins) {
 
 template <class P>
 DurableSkipList<P>::DurableSkipList(const KeyComparator* cmp,
-                                    pmem::Region* region,
-                                    pmem::ListRoot* root,
+                                    pmem::Region* region, pmem::ListRoot* root,
                                     const SkipListOptions& options)
     : cmp_(cmp),
       region_(region),
@@ -65,8 +64,7 @@ int DurableSkipList<P>::RandomHeight() {
 }
 
 template <class P>
-Status DurableSkipList<P>::AllocateNode(size_t data_size,
-                                        pmem::NvmNode** node,
+Status DurableSkipList<P>::AllocateNode(size_t data_size, pmem::NvmNode** node,
                                         bool use_reserve) {
   int tid = ThreadId::Get();
   if (tid < 0) return Status::Busy("more than 512 concurrent writer threads");
@@ -111,8 +109,7 @@ void DurableSkipList<P>::SealNode(pmem::NvmNode* node, uint32_t key_size,
 // Location-independent part of PREPARE (Alg. 1 lines 15-20), done once per
 // operation before the first locate so that locate compares DRAM keys.
 template <class P>
-Status DurableSkipList<P>::PrepareOnce(pmem::NvmNode* node,
-                                       IndexNode** inode) {
+Status DurableSkipList<P>::PrepareOnce(pmem::NvmNode* node, IndexNode** inode) {
   node->version = pmem::kUncommittedVersion;
   node->next = 0;
   if (!P::Faulty(pmem::Fault::kNoNodeFlush)) {
@@ -209,8 +206,7 @@ Status DurableSkipList<P>::Insert(pmem::NvmNode* node, InsertResult* result) {
 }
 
 template <class P>
-Status DurableSkipList<P>::InsertBatch(pmem::NvmNode* const* nodes,
-                                       size_t n) {
+Status DurableSkipList<P>::InsertBatch(pmem::NvmNode* const* nodes, size_t n) {
   if (n == 0) return Status::OK();
   int tid = ThreadId::Get();
   if (tid < 0) return Status::Busy("more than 512 concurrent writer threads");
@@ -357,9 +353,8 @@ void DurableSkipList<P>::Promote(PutAdv* adv) {
       IndexNode* pred = adv->preds[i];
       IndexNode* succ = adv->succs[i];
       in->next_[i].store(succ, std::memory_order_relaxed);
-      if (pred->next_[i].compare_exchange_strong(succ, in,
-                                                 std::memory_order_release,
-                                                 std::memory_order_relaxed)) {
+      if (pred->next_[i].compare_exchange_strong(
+              succ, in, std::memory_order_release, std::memory_order_relaxed)) {
         break;
       }
       // Stale neighbours: walk on from pred (nodes are never removed, and
@@ -479,7 +474,8 @@ Status DurableSkipList<P>::Recover(RecoveryStats* stats) {
         }
         int h = RandomHeight();
         auto* pn = const_cast<pmem::NvmNode*>(n);
-        IndexNode* in = NewIndexNode(pn, pn->data(), pn->key_size, h, n->version);
+        IndexNode* in =
+            NewIndexNode(pn, pn->data(), pn->key_size, h, n->version);
         if (!in) {
           alloc_status = Status::NoSpace("out of DRAM for the index");
           return WalkDecision::kKeep;

@@ -34,15 +34,15 @@ enum class WalkDecision { kKeep, kDrop };
 inline bool KeyWellFormed(const pmem::NvmNode* n) {
   uint32_t len;
   const char* k = DecodeVarint32(n->data(), n->data() + n->key_size, &len);
-  return k != nullptr && static_cast<uint64_t>(k - n->data()) + len == n->key_size;
+  return k != nullptr &&
+         static_cast<uint64_t>(k - n->data()) + len == n->key_size;
 }
 
 // visit(const NvmNode*) -> WalkDecision; on_unlink(uint64_t* link).
 template <class Visit, class OnUnlink>
 Status WalkList(const pmem::Region& region, pmem::ListRoot* root,
-                const KeyComparator& cmp,
-                const std::vector<ChunkRange>* chunks, Visit visit,
-                OnUnlink on_unlink) {
+                const KeyComparator& cmp, const std::vector<ChunkRange>* chunks,
+                Visit visit, OnUnlink on_unlink) {
   uint64_t* link = &root->head.next;
   const pmem::NvmNode* prev = nullptr;
   uint64_t count = 0;

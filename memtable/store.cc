@@ -1,10 +1,11 @@
 // The standalone engine: flintkv::Store on one DurableSkipList in a pool.
+#include "flintkv/store.h"
+
 #include <memory>
 #include <new>
 #include <string>
 #include <unordered_set>
 
-#include "flintkv/store.h"
 #include "memtable/durable_skiplist.h"
 #include "pmem/persist.h"
 #include "pmem/pool.h"
@@ -109,7 +110,8 @@ class StoreImpl : public Store {
     if (existed) {
       memtable::RecoveryStats rs;
       s = list_->Recover(&rs);
-      if (!s.ok()) return Status::Corruption(options_.pool.path + ": " + s.message());
+      if (!s.ok())
+        return Status::Corruption(options_.pool.path + ": " + s.message());
       recovered->recovered_nodes = rs.nodes_kept;
       recovered->dropped_uncommitted = rs.dropped_uncommitted;
       recovered->rolled_back_batch = rs.rolled_back_batch;
@@ -145,9 +147,9 @@ class StoreImpl : public Store {
     }
     std::vector<pmem::NvmNode*> nodes(ops.size());
     for (size_t i = 0; i < ops.size(); i++) {
-      Status s = MakeNode(ops[i]->key, ops[i]->value,
-                          ops[i]->is_delete ? uint32_t{pmem::kNodeTombstone} : 0u,
-                          &nodes[i]);
+      Status s = MakeNode(
+          ops[i]->key, ops[i]->value,
+          ops[i]->is_delete ? uint32_t{pmem::kNodeTombstone} : 0u, &nodes[i]);
       if (!s.ok()) return s;
     }
     return list_->InsertBatch(nodes.data(), nodes.size());
@@ -202,10 +204,10 @@ class StoreImpl : public Store {
                                      std::to_string(options_.max_key_size));
     }
     if (value.size() > options_.max_value_size) {
-      return Status::InvalidArgument(
-          "value of " + std::to_string(value.size()) +
-          " bytes exceeds max_value_size " +
-          std::to_string(options_.max_value_size));
+      return Status::InvalidArgument("value of " +
+                                     std::to_string(value.size()) +
+                                     " bytes exceeds max_value_size " +
+                                     std::to_string(options_.max_value_size));
     }
     return Status::OK();
   }
@@ -241,7 +243,8 @@ class StoreImpl : public Store {
 }  // namespace
 
 Status Store::Open(const StoreOptions& options, std::unique_ptr<Store>* out) {
-  if (options.max_key_size > (1u << 30) || options.max_value_size > (1u << 30)) {
+  if (options.max_key_size > (1u << 30) ||
+      options.max_value_size > (1u << 30)) {
     return Status::InvalidArgument("max_key_size/max_value_size above 1 GiB");
   }
   try {

@@ -10,7 +10,15 @@
 // Every persistent pointer is a byte offset from the pool base (0 = null), so
 // a pool may map at a different address next time.
 //
-// Invariants (cited in code as P1..P7, see DESIGN.md and docs/nvm_layout.md):
+// Invariants (cited in code as P1..P10: P1-P7 from DESIGN.md, P8-P10 ours,
+// all listed in docs/nvm_layout.md):
+//  - P8 a pool object (list, chunk, root) is enumerable only once fully
+//    initialised: built in a libpmemobj constructor and published
+//    atomically, or (root) completed by persisting its magic last.
+//  - P9 list ids are never reused: next_list_id is durable before a list
+//    with the old value exists.
+//  - P10 (RocksDB wrapper) the watermark W of published sequence numbers is
+//    durable before Write returns; recovery replays only entries <= W.
 //  - The list reachable from ListRoot::head.next is sorted by (key ascending,
 //    version descending) and acyclic.
 //  - A node reachable from the head has a valid header (HeaderCheck) and lies
@@ -56,12 +64,12 @@ enum NodeFlags : uint32_t {
 // A persistent key/value node. 16-byte aligned; `next` and `version` share a
 // cache line, so the combiner's two writes touch one line per node.
 struct NvmNode {
-  uint64_t next;        // offset of the successor, 0 = end of list
-  uint64_t version;     // kUncommittedVersion until the combiner commits it
-  uint32_t data_size;   // bytes in data[]
-  uint32_t key_size;    // data[0, key_size) is the varint32-length-prefixed key
-  uint32_t flags;       // NodeFlags
-  uint32_t check;       // HeaderCheck(data_size, key_size, flags)
+  uint64_t next;       // offset of the successor, 0 = end of list
+  uint64_t version;    // kUncommittedVersion until the combiner commits it
+  uint32_t data_size;  // bytes in data[]
+  uint32_t key_size;   // data[0, key_size) is the varint32-length-prefixed key
+  uint32_t flags;      // NodeFlags
+  uint32_t check;      // HeaderCheck(data_size, key_size, flags)
   // Followed by data_size bytes: the key (length-prefixed), then the value
   // (standalone) or the rest of the RocksDB entry (memtable).
   char* data() { return reinterpret_cast<char*>(this + 1); }

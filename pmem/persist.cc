@@ -16,7 +16,8 @@ double TicksPerNano() {
   static const double ticks = [] {
     auto t0 = std::chrono::steady_clock::now();
     uint64_t c0 = __rdtsc();
-    while (std::chrono::steady_clock::now() - t0 < std::chrono::milliseconds(5)) {
+    while (std::chrono::steady_clock::now() - t0 <
+           std::chrono::milliseconds(5)) {
     }
     uint64_t c1 = __rdtsc();
     auto ns = std::chrono::duration_cast<std::chrono::nanoseconds>(

@@ -29,13 +29,13 @@ namespace pmem {
 // false from Faulty(), so the faulty branches compile away.
 enum class Fault {
   kNone = 0,
-  kNoNodeFlush,          // prepare: node body not flushed           (P1)
-  kNoPrepareFence,       // prepare: successor pointer not fenced    (P1)
-  kNoVersionFlush,       // attach: new version not flushed          (P2)
-  kNoLinkFlush,          // attach: predecessor pointer not flushed  (P2)
-  kBatchModeBeforeCommit,// batch: batch_mode persisted before commit_version
-  kNoMaxRule,            // recovery keeps version-MAX nodes (single fence
-                         // optimisation without its recovery rule)
+  kNoNodeFlush,            // prepare: node body not flushed           (P1)
+  kNoPrepareFence,         // prepare: successor pointer not fenced    (P1)
+  kNoVersionFlush,         // attach: new version not flushed          (P2)
+  kNoLinkFlush,            // attach: predecessor pointer not flushed  (P2)
+  kBatchModeBeforeCommit,  // batch: batch_mode persisted before commit_version
+  kNoMaxRule,              // recovery keeps version-MAX nodes (single fence
+                           // optimisation without its recovery rule)
 };
 
 namespace internal {

@@ -62,10 +62,10 @@ int CheckInSeparateProcess(const std::string& path) {
   return WIFEXITED(status) && WEXITSTATUS(status) == 0 ? 1 : 0;
 }
 
-
 char* AlignUp(void* p) {
   uintptr_t a = reinterpret_cast<uintptr_t>(p);
-  return reinterpret_cast<char*>((a + kCacheLine - 1) & ~uintptr_t{kCacheLine - 1});
+  return reinterpret_cast<char*>((a + kCacheLine - 1) &
+                                 ~uintptr_t{kCacheLine - 1});
 }
 
 std::mutex& EnumMutex() {
@@ -86,8 +86,8 @@ int ChunkCtor(PMEMobjpool* pop, void* ptr, void* arg) {
   h->magic = kChunkMagic;
   h->list_id = a->list_id;
   h->size = a->usable;
-  // Published only after the constructor returns (libpmemobj atomic alloc),
-  // so an enumerable chunk always names its owner.
+  // P8: published only after the constructor returns (libpmemobj atomic
+  // alloc), so an enumerable chunk always names its owner.
   pmemobj_persist(pop, h, sizeof(*h));
   return 0;
 }
@@ -109,7 +109,7 @@ int ListCtor(PMEMobjpool* pop, void* ptr, void* arg) {
   l->state = kListActive;
   l->head.check = NvmNode::HeaderCheck(0, 0, 0);
   if (a->user_len) std::memcpy(l->user, a->user, a->user_len);
-  pmemobj_persist(pop, l, sizeof(*l));
+  pmemobj_persist(pop, l, sizeof(*l));  // P8: complete before it is published
   return 0;
 }
 
@@ -213,18 +213,19 @@ Status Pool::Init(const PoolOptions& o) {
     root_->format_version = kFormatVersion;
     root_->pool_size = size_;
     root_->next_list_id = 1;
-    pmemobj_persist(pop_, root_, sizeof(*root_));
-    root_->magic = kPoolMagic;  // last: marks the root complete
+    pmemobj_persist(pop_, root_, sizeof(*root_));  // P8: fields first,
+    root_->magic = kPoolMagic;                     // then the magic
     pmemobj_persist(pop_, &root_->magic, sizeof(root_->magic));
   }
   if (root_->magic != kPoolMagic) {
     return Status::Corruption(path_ + ": bad pool magic");
   }
   if (root_->format_version != kFormatVersion) {
-    return Status::InvalidArgument(
-        path_ + ": pool format version " +
-        std::to_string(root_->format_version) + " is not supported (this "
-        "build reads version " + std::to_string(kFormatVersion) + ")");
+    return Status::InvalidArgument(path_ + ": pool format version " +
+                                   std::to_string(root_->format_version) +
+                                   " is not supported (this "
+                                   "build reads version " +
+                                   std::to_string(kFormatVersion) + ")");
   }
   Status s = CheckObjects();
   if (!s.ok()) return s;
@@ -314,15 +315,15 @@ Status Pool::CreateList(ListKind kind, ListRoot** out, const void* user,
   }
   std::lock_guard<std::mutex> g(EnumMutex());
   ListCtorArgs args{root_->next_list_id, kind, user, user_len};
-  // The id is consumed before the list exists: a crash may skip an id, never
-  // reuse one.
+  // P9: the id is consumed before the list exists: a crash may skip an id,
+  // never reuse one.
   root_->next_list_id++;
   pmemobj_persist(pop_, &root_->next_list_id, sizeof(uint64_t));
   PMEMoid oid;
   if (pmemobj_alloc(pop_, &oid, sizeof(ListRoot) + kAlignSlack, kTypeList,
                     ListCtor, &args) != 0) {
-    return Status::NoSpace(path_ + ": pool is full (cannot create a list): " +
-                           Errmsg());
+    return Status::NoSpace(
+        path_ + ": pool is full (cannot create a list): " + Errmsg());
   }
   *out = reinterpret_cast<ListRoot*>(AlignUp(pmemobj_direct(oid)));
   used_bytes_.fetch_add(pmemobj_alloc_usable_size(oid),
@@ -339,9 +340,8 @@ std::vector<ListRoot*> Pool::Lists() const {
     auto* l = reinterpret_cast<ListRoot*>(AlignUp(pmemobj_direct(oid)));
     if (l->state != kListRetired) lists.push_back(l);
   }
-  std::sort(lists.begin(), lists.end(), [](ListRoot* a, ListRoot* b) {
-    return a->list_id < b->list_id;
-  });
+  std::sort(lists.begin(), lists.end(),
+            [](ListRoot* a, ListRoot* b) { return a->list_id < b->list_id; });
   return lists;
 }
 
@@ -364,6 +364,7 @@ std::vector<ChunkInfo> Pool::ChunksOf(uint64_t list_id) const {
 
 void Pool::SetListState(ListRoot* list, ListState state) {
   list->state = state;
+  // P6: Retired is durable before any space is freed or a reader trusts it.
   pmemobj_persist(pop_, &list->state, sizeof(list->state));
 }
 

@@ -296,6 +296,8 @@ Status MinSeq(pmem::Pool* pool, pmem::ListRoot* l,
 void PersistMeta(pmem::ListRoot* l, uint32_t state) {
   rocks::MemtableMeta* m = rocks::MutableMetaOf(l);
   m->recovery_state = state;
+  // P6: a triage decision is durable before any replayed write, so a crash
+  // during recovery cannot replay a list that was judged already installed.
   pmem::PmemPersist::Persist(&m->recovery_state, sizeof(m->recovery_state));
 }
 

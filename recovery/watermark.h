@@ -6,7 +6,7 @@
 //                   dropping the replayed lists (0: no recovery under way)
 // Thread safety: Publish is lock-free and may run from any thread; the
 // other members run during open/recovery/close only.
-// Persistence: every store is followed by CLWB/CLFLUSHOPT + SFENCE.
+// Persistence: every store is followed by CLWB/CLFLUSHOPT + SFENCE (P10).
 #pragma once
 
 #include <cstdint>
@@ -34,7 +34,7 @@ class Watermark {
            !__atomic_compare_exchange_n(&w_[0], &cur, seq, true,
                                         __ATOMIC_RELEASE, __ATOMIC_RELAXED)) {
     }
-    pmem::PmemPersist::Persist(&w_[0], sizeof(uint64_t));
+    pmem::PmemPersist::Persist(&w_[0], sizeof(uint64_t));  // P10
   }
   void SetPublished(uint64_t seq) { Store(0, seq); }
   void Enable() { Store(1, kWatermarkEnabled); }
@@ -55,6 +55,7 @@ class Watermark {
   }
   void Store(int i, uint64_t v) {
     __atomic_store_n(&w_[i], v, __ATOMIC_RELEASE);
+    // P10 (user[0]) / P6 (user[2], the recovery epoch): durable on return.
     pmem::PmemPersist::Persist(&w_[i], sizeof(uint64_t));
   }
   uint64_t* w_;

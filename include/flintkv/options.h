@@ -40,8 +40,8 @@ struct PoolOptions {
 
 struct StoreOptions {
   PoolOptions pool;
-  size_t max_key_size = 64 << 10;     // bytes
-  size_t max_value_size = 64 << 20;   // bytes
+  size_t max_key_size = 64 << 10;    // bytes
+  size_t max_value_size = 64 << 20;  // bytes
 };
 
 }  // namespace flintkv

@@ -69,7 +69,7 @@ class Iterator {
 
 struct StoreStats {
   uint64_t visible_version = 0;
-  uint64_t nodes = 0;             // persistent nodes (all versions)
+  uint64_t nodes = 0;  // persistent nodes (all versions)
   uint64_t pmem_bytes_reserved = 0;
   uint64_t dram_index_bytes = 0;
   // Filled on open of an existing pool.

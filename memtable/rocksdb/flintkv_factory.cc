@@ -41,12 +41,18 @@ rocksdb::Status ToRocks(const Status& s) {
   if (s.ok()) return rocksdb::Status::OK();
   std::string m = "flintkv: " + s.message();
   switch (s.code()) {
-    case Status::Code::kInvalidArgument: return rocksdb::Status::InvalidArgument(m);
-    case Status::Code::kCorruption: return rocksdb::Status::Corruption(m);
-    case Status::Code::kNoSpace: return rocksdb::Status::NoSpace(m);
-    case Status::Code::kBusy: return rocksdb::Status::Busy(m);
-    case Status::Code::kNotSupported: return rocksdb::Status::NotSupported(m);
-    default: return rocksdb::Status::IOError(m);
+    case Status::Code::kInvalidArgument:
+      return rocksdb::Status::InvalidArgument(m);
+    case Status::Code::kCorruption:
+      return rocksdb::Status::Corruption(m);
+    case Status::Code::kNoSpace:
+      return rocksdb::Status::NoSpace(m);
+    case Status::Code::kBusy:
+      return rocksdb::Status::Busy(m);
+    case Status::Code::kNotSupported:
+      return rocksdb::Status::NotSupported(m);
+    default:
+      return rocksdb::Status::IOError(m);
   }
 }
 

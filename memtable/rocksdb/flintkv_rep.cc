@@ -15,8 +15,8 @@ namespace {
 
 memtable::SkipListOptions RepListOptions(uint64_t chunk_size) {
   memtable::SkipListOptions o;
-  o.unique_keys = true;          // internal keys (user key, seq, type)
-  o.collapse_versions = false;   // RocksDB wants every entry
+  o.unique_keys = true;         // internal keys (user key, seq, type)
+  o.collapse_versions = false;  // RocksDB wants every entry
   o.chunk_size = chunk_size;
   return o;
 }
@@ -31,8 +31,8 @@ const char* EncodeTarget(const rocksdb::Slice& internal_key,
   if (memtable_key) return memtable_key;
   buf->clear();
   char len[memtable::kMaxVarint32Bytes];
-  char* end = memtable::EncodeVarint32(
-      len, static_cast<uint32_t>(internal_key.size()));
+  char* end =
+      memtable::EncodeVarint32(len, static_cast<uint32_t>(internal_key.size()));
   buf->append(len, end - len);
   buf->append(internal_key.data(), internal_key.size());
   return buf->data();
@@ -91,7 +91,9 @@ const char* MemtableKeyOf(const rocksdb::LookupKey& k) {
   return reinterpret_cast<const LookupKeyLayout*>(&k)->start;
 }
 
-void Sleep(int ms) { std::this_thread::sleep_for(std::chrono::milliseconds(ms)); }
+void Sleep(int ms) {
+  std::this_thread::sleep_for(std::chrono::milliseconds(ms));
+}
 
 }  // namespace
 
@@ -104,7 +106,8 @@ FlintRep::FlintRep(const rocksdb::MemTableRep::KeyComparator& cmp,
       pool_(std::move(pool)),
       root_(root),
       logger_(logger),
-      list_(&cmp_, pool_->pool(), root, RepListOptions(pool_->pool()->chunk_size())) {}
+      list_(&cmp_, pool_->pool(), root,
+            RepListOptions(pool_->pool()->chunk_size())) {}
 
 FlintRep::~FlintRep() {
   if (flushed_.load(std::memory_order_acquire) || list_.NumEntries() == 0) {
@@ -113,10 +116,10 @@ FlintRep::~FlintRep() {
     pool_->pool()->DropList(root_);
   } else if (logger_) {
     rocksdb::Log(rocksdb::InfoLogLevel::WARN_LEVEL, logger_,
-                   "flintkv: memtable list %llu with %zu entries left in pool "
-                   "%s unflushed; it is recovered by flintkv::RecoverDB",
-                   static_cast<unsigned long long>(root_->list_id),
-                   list_.NumEntries(), pool_->pool()->path().c_str());
+                 "flintkv: memtable list %llu with %zu entries left in pool "
+                 "%s unflushed; it is recovered by flintkv::RecoverDB",
+                 static_cast<unsigned long long>(root_->list_id),
+                 list_.NumEntries(), pool_->pool()->path().c_str());
   }
 }
 
@@ -139,10 +142,10 @@ Status FlintRep::AllocateNode(size_t len, pmem::NvmNode** node) {
       last_log = now;
       if (logger_) {
         rocksdb::Log(rocksdb::InfoLogLevel::ERROR_LEVEL, logger_,
-                        "flintkv: %s; write waits for flushes to free pool "
-                        "space (pool_size too small for write_buffer_size x "
-                        "max_write_buffer_number?)",
-                        s.ToString().c_str());
+                     "flintkv: %s; write waits for flushes to free pool "
+                     "space (pool_size too small for write_buffer_size x "
+                     "max_write_buffer_number?)",
+                     s.ToString().c_str());
       }
       std::fprintf(stderr, "flintkv: %s; waiting for flushes\n",
                    s.ToString().c_str());
@@ -206,7 +209,8 @@ void FlintRep::Get(const rocksdb::LookupKey& k, void* callback_args,
 uint64_t FlintRep::ApproximateNumEntries(const rocksdb::Slice& start_ikey,
                                          const rocksdb::Slice& end_ikey) {
   std::string a, b;
-  uint64_t start = list_.EstimateCountBefore(EncodeTarget(start_ikey, nullptr, &a));
+  uint64_t start =
+      list_.EstimateCountBefore(EncodeTarget(start_ikey, nullptr, &a));
   uint64_t end = list_.EstimateCountBefore(EncodeTarget(end_ikey, nullptr, &b));
   return end > start ? end - start : 0;
 }

@@ -83,7 +83,7 @@ class FlintRep : public rocksdb::MemTableRep {
   rocksdb::Logger* logger_;
   List list_;
   std::atomic<bool> flushed_{false};
-  std::atomic<bool> pressure_{false};  // pool nearly full: ask for a flush
+  std::atomic<bool> pressure_{false};    // pool nearly full: ask for a flush
   std::atomic<size_t> sealed_usage_{0};  // usage frozen at MarkReadOnly
 };
 

@@ -10,8 +10,8 @@ namespace {
 constexpr size_t kMaxCached = 64;
 
 struct Cache {
-  std::vector<void*> free;     // reusable now
-  std::vector<void*> parked;   // released by a destructor still on the stack
+  std::vector<void*> free;    // reusable now
+  std::vector<void*> parked;  // released by a destructor still on the stack
   void Settle() {
     // Every parked block's destructor has returned by the time this thread
     // calls back into the cache.
