@@ -9,34 +9,11 @@
 #include "memtable/list_walk.h"
 #include "memtable/rocksdb/memtable_meta.h"
 #include "memtable/rocksdb/pool_handle.h"
+#include "recovery/internal_key_cmp.h"
 #include "recovery/watermark.h"
 #include "rocksdb/comparator.h"
 
 namespace flintkv {
-namespace {
-
-// Memtable order with the bytewise user comparator (see recovery.cc).
-class BytewiseInternalKeyCmp : public memtable::KeyComparator {
- public:
-  int Compare(const char* a, const char* b) const override {
-    std::string_view ka = memtable::PrefixedKey(a);
-    std::string_view kb = memtable::PrefixedKey(b);
-    uint64_t pa = 0, pb = 0;
-    if (ka.size() >= 8) {
-      std::memcpy(&pa, ka.data() + ka.size() - 8, 8);
-      ka.remove_suffix(8);
-    }
-    if (kb.size() >= 8) {
-      std::memcpy(&pb, kb.data() + kb.size() - 8, 8);
-      kb.remove_suffix(8);
-    }
-    int c = ka.compare(kb);
-    if (c != 0) return c;
-    return pa > pb ? -1 : (pa < pb ? 1 : 0);
-  }
-};
-
-}  // namespace
 
 rocksdb::Status InspectPool(const std::string& pool_dir, PoolSummary* out) {
   std::string path = rocks::PoolHandle::PoolPath(pool_dir);
@@ -84,7 +61,7 @@ rocksdb::Status InspectPool(const std::string& pool_dir, PoolSummary* out) {
       ls.chunks++;
       ls.chunk_bytes += c.len;
     }
-    BytewiseInternalKeyCmp icmp;
+    InternalKeyCmp icmp(rocksdb::BytewiseComparator());
     memtable::BytewiseKeyComparator bcmp;
     const memtable::KeyComparator& cmp =
         memtable ? static_cast<const memtable::KeyComparator&>(icmp) : bcmp;

@@ -15,7 +15,9 @@
 #include "memtable/list_walk.h"
 #include "memtable/rocksdb/memtable_meta.h"
 #include "memtable/rocksdb/pool_handle.h"
+#include "memtable/rocksdb/status_convert.h"
 #include "pmem/persist.h"
+#include "recovery/internal_key_cmp.h"
 #include "recovery/watermark.h"
 #include "rocksdb/comparator.h"
 #include "rocksdb/utilities/stackable_db.h"
@@ -24,6 +26,7 @@
 namespace flintkv {
 
 using rocks::PoolHandle;
+using rocks::ToRocks;
 
 namespace {
 
@@ -42,54 +45,6 @@ bool FileExists(const std::string& path) {
   struct stat st;
   return stat(path.c_str(), &st) == 0;
 }
-
-rocksdb::Status ToRocks(const Status& s) {
-  if (s.ok()) return rocksdb::Status::OK();
-  std::string m = "flintkv: " + s.message();
-  switch (s.code()) {
-    case Status::Code::kCorruption:
-      return rocksdb::Status::Corruption(m);
-    case Status::Code::kInvalidArgument:
-      return rocksdb::Status::InvalidArgument(m);
-    case Status::Code::kNotFound:
-      return rocksdb::Status::NotFound(m);
-    case Status::Code::kBusy:
-      return rocksdb::Status::Busy(m);
-    case Status::Code::kNotSupported:
-      return rocksdb::Status::NotSupported(m);
-    case Status::Code::kNoSpace:
-      return rocksdb::Status::NoSpace(m);
-    default:
-      return rocksdb::Status::IOError(m);
-  }
-}
-
-// The memtable's order: user key ascending, then (seq << 8 | type)
-// descending (RocksDB's InternalKeyComparator on memtable keys).
-class InternalKeyCmp : public memtable::KeyComparator {
- public:
-  explicit InternalKeyCmp(const rocksdb::Comparator* ucmp) : ucmp_(ucmp) {}
-  int Compare(const char* a, const char* b) const override {
-    std::string_view ka = memtable::PrefixedKey(a);
-    std::string_view kb = memtable::PrefixedKey(b);
-    uint64_t pa = 0, pb = 0;
-    if (ka.size() >= 8) {
-      std::memcpy(&pa, ka.data() + ka.size() - 8, 8);
-      ka.remove_suffix(8);
-    }
-    if (kb.size() >= 8) {
-      std::memcpy(&pb, kb.data() + kb.size() - 8, 8);
-      kb.remove_suffix(8);
-    }
-    int c = ucmp_->Compare(rocksdb::Slice(ka.data(), ka.size()),
-                           rocksdb::Slice(kb.data(), kb.size()));
-    if (c != 0) return c;
-    return pa > pb ? -1 : (pa < pb ? 1 : 0);
-  }
-
- private:
-  const rocksdb::Comparator* ucmp_;
-};
 
 // One decoded RocksDB memtable entry, pointing into the pool.
 struct Entry {

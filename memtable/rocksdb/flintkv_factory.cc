@@ -7,6 +7,7 @@
 #include "memtable/rocksdb/flintkv_rep.h"
 #include "memtable/rocksdb/memtable_meta.h"
 #include "memtable/rocksdb/pool_handle.h"
+#include "memtable/rocksdb/status_convert.h"
 #include "rocksdb/convenience.h"
 #include "rocksdb/env.h"
 #include "rocksdb/options.h"
@@ -36,25 +37,6 @@ std::unordered_map<std::string, OptionTypeInfo> kOptionsTypeInfo = {
      {offsetof(MemTableOptions, latency_model), OptionType::kString,
       OptionVerificationType::kNormal, OptionTypeFlags::kNone}},
 };
-
-rocksdb::Status ToRocks(const Status& s) {
-  if (s.ok()) return rocksdb::Status::OK();
-  std::string m = "flintkv: " + s.message();
-  switch (s.code()) {
-    case Status::Code::kInvalidArgument:
-      return rocksdb::Status::InvalidArgument(m);
-    case Status::Code::kCorruption:
-      return rocksdb::Status::Corruption(m);
-    case Status::Code::kNoSpace:
-      return rocksdb::Status::NoSpace(m);
-    case Status::Code::kBusy:
-      return rocksdb::Status::Busy(m);
-    case Status::Code::kNotSupported:
-      return rocksdb::Status::NotSupported(m);
-    default:
-      return rocksdb::Status::IOError(m);
-  }
-}
 
 uint64_t NowMicros() {
   return std::chrono::duration_cast<std::chrono::microseconds>(
