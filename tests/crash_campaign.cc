@@ -182,6 +182,18 @@ struct PNode {
   bool tombstone;
 };
 
+// Calls fn(node) for the newest node of each key (the list is ordered by
+// key ascending, version descending).
+template <class Fn>
+void ForNewestPerKey(const std::vector<PNode>& nodes, Fn fn) {
+  const std::string* last = nullptr;
+  for (const PNode& n : nodes) {
+    if (last && n.key == *last) continue;
+    last = &n.key;
+    fn(n);
+  }
+}
+
 // Walks the recovered persistent list with every structural check.
 Status WalkAll(pmem::SimRegion* r, const memtable::KeyComparator& cmp,
                std::vector<PNode>* out) {
@@ -203,22 +215,16 @@ Status WalkAll(pmem::SimRegion* r, const memtable::KeyComparator& cmp,
 
 void CheckState(const std::vector<PNode>& nodes, const Expectation& e,
                 Verdict* v) {
-  // Newest node of each key (list order: key asc, version desc).
   std::map<int, State> by_thread;
-  std::string last;
-  bool first = true;
-  for (const PNode& n : nodes) {
-    if (!first && n.key == last) continue;
-    first = false;
-    last = n.key;
-    if (n.tombstone) continue;
+  ForNewestPerKey(nodes, [&](const PNode& n) {
+    if (n.tombstone) return;
     int t = ThreadOfKey(n.key);
     if (t < 0 || t >= static_cast<int>(e.acked.size())) {
       v->Fail("nothing-else", "unknown key " + n.key);
-      continue;
+      return;
     }
     by_thread[t][n.key] = n.value;
-  }
+  });
   for (size_t t = 0; t < e.acked.size(); t++) {
     const auto& pre = (*e.prefixes)[t];
     uint64_t a = std::min<uint64_t>(e.acked[t], pre.size() - 1);
@@ -386,14 +392,9 @@ class Checker {
   void CheckIndex(const List& list, const std::vector<PNode>& nodes,
                   uint64_t vv, Verdict* v) {
     State want;
-    std::string last;
-    bool first = true;
-    for (const PNode& n : nodes) {
-      if (!first && n.key == last) continue;
-      first = false;
-      last = n.key;
+    ForNewestPerKey(nodes, [&](const PNode& n) {
       if (!n.tombstone) want[n.key] = n.value;
-    }
+    });
     State got;
     List::Iterator it(&list, vv);
     for (it.SeekToFirst(); it.Valid(); it.Next()) {
