@@ -8,6 +8,7 @@
 #include "memtable/rocksdb/memtable_meta.h"
 #include "memtable/rocksdb/pool_handle.h"
 #include "memtable/rocksdb/status_convert.h"
+#include "rocksdb/comparator.h"
 #include "rocksdb/convenience.h"
 #include "rocksdb/env.h"
 #include "rocksdb/options.h"
@@ -78,6 +79,8 @@ class FlintKVFactory : public rocksdb::MemTableRepFactory {
           "(flintkv_tool recover --db=<db> --pool_dir=<dir>, or "
           "flintkv::OpenDB / flintkv::RecoverDB)");
     }
+    rocksdb::Status us = RejectUnsupported(db, cf);
+    if (!us.ok()) return us;
     uint64_t need = cf.write_buffer_size *
                     (static_cast<uint64_t>(cf.max_write_buffer_number) + 1);
     pmem::Pool* pool = pool_->pool();
@@ -96,6 +99,51 @@ class FlintKVFactory : public rocksdb::MemTableRepFactory {
                prev, cf.write_buffer_size)) {
     }
     return rocksdb::MemTableRepFactory::ValidateOptions(db, cf);
+  }
+
+  // RocksDB options under which an acknowledged write would not be durable
+  // in the pool, or recovery could not bring it back exactly. Each is
+  // refused at DB::Open with a message naming the option
+  // (docs/rocksdb_config_matrix.md).
+  rocksdb::Status RejectUnsupported(
+      const rocksdb::DBOptions& db,
+      const rocksdb::ColumnFamilyOptions& cf) const {
+    auto refuse = [](const std::string& option, const std::string& why) {
+      return rocksdb::Status::NotSupported("flintkv: option " + option +
+                                           " is not supported: " + why);
+    };
+    if (cf.inplace_update_support || cf.inplace_callback) {
+      return refuse(cf.inplace_update_support ? "inplace_update_support"
+                                              : "inplace_callback",
+                    "RocksDB would rewrite value bytes inside a persistent "
+                    "memtable node with no flush or fence (a crash can tear "
+                    "the value); leave it off");
+    }
+    if (db.unordered_write) {
+      return refuse("unordered_write",
+                    "RocksDB then publishes a sequence number before its "
+                    "memtable insert is durable, so a reader could return a "
+                    "write that a crash takes away");
+    }
+    if (cf.experimental_mempurge_threshold > 0) {
+      return refuse("experimental_mempurge_threshold",
+                    "MemPurge retires memtables without writing them to SST "
+                    "files and copies entries outside the recovery protocol; "
+                    "set it to 0");
+    }
+    if (db.avoid_flush_during_shutdown && !pool_->wrapper_owned.load()) {
+      return refuse("avoid_flush_during_shutdown",
+                    "Close would leave memtables unflushed, and with the "
+                    "plain factory every later DB::Open would then need "
+                    "`flintkv_tool recover` first; use flintkv::OpenDB "
+                    "(it recovers on open) or leave it false");
+    }
+    if (cf.comparator && cf.comparator->timestamp_size() > 0) {
+      return refuse("comparator with user-defined timestamps (" +
+                        std::string(cf.comparator->Name()) + ")",
+                    "entries with timestamps are not recovered");
+    }
+    return rocksdb::Status::OK();
   }
 
   rocksdb::MemTableRep* CreateMemTableRep(
