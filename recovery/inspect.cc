@@ -10,7 +10,7 @@
 #include "memtable/rocksdb/memtable_meta.h"
 #include "memtable/rocksdb/pool_handle.h"
 #include "recovery/internal_key_cmp.h"
-#include "recovery/watermark.h"
+#include "memtable/rocksdb/watermark.h"
 #include "rocksdb/comparator.h"
 
 namespace flintkv {

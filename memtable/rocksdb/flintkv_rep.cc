@@ -110,9 +110,17 @@ FlintRep::FlintRep(const rocksdb::MemTableRep::KeyComparator& cmp,
             RepListOptions(pool_->pool()->chunk_size())) {}
 
 FlintRep::~FlintRep() {
-  if (flushed_.load(std::memory_order_acquire) || list_.NumEntries() == 0) {
-    // P6: contents are in SST files (RocksDB destroys a memtable only after
-    // the flush result is installed), so the list may go.
+  // A memtable RocksDB destroys without MarkFlushed was either written to
+  // SST some other way (the flush at the end of WAL recovery), is in the
+  // WAL (Close with WAL-logged writes does not flush), belongs to a dropped
+  // column family, or is discarded by RocksDB's own choice. Keeping such a
+  // list would make the next DB::Open find a leftover and refuse (issue 8f).
+  // Only flintkv::OpenDB keeps it: it recovers leftovers at every open, so
+  // memtables left unflushed by avoid_flush_during_shutdown come back.
+  bool keep = !flushed_.load(std::memory_order_acquire) &&
+              list_.NumEntries() != 0 && pool_->wrapper_owned.load();
+  if (!keep) {
+    // P6: the contents are in SST files or RocksDB gave them up.
     pool_->pool()->DropList(root_);
   } else if (logger_) {
     rocksdb::Log(rocksdb::InfoLogLevel::WARN_LEVEL, logger_,

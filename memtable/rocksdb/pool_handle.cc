@@ -8,6 +8,8 @@
 #include <map>
 #include <mutex>
 
+#include "memtable/rocksdb/watermark.h"
+
 namespace flintkv {
 namespace rocks {
 namespace {
@@ -64,7 +66,18 @@ Status PoolHandle::Get(const std::string& pool_dir, uint64_t pool_size,
       h->leftovers_.push_back(l->list_id);
     }
   }
-  if (!h->leftovers_.empty()) h->leftover_state = kPending;
+  if (!h->leftovers_.empty()) {
+    h->leftover_state = kPending;
+  } else {
+    // No leftover memtable holds an entry, so a watermark left enabled by a
+    // wrapper that crashed with empty memtables filters nothing that exists;
+    // a plain-factory run that follows never publishes it, and recovery
+    // would drop that run's writes as "above W" (issue 8b). An unfinished
+    // recovery epoch (R set) is finished the same way: nothing is left.
+    Watermark wm(h->pool_.get());
+    if (wm.reset_pending()) wm.FinishReset();
+    if (wm.enabled()) wm.Disable();
+  }
   Registry()[path] = h;
   *out = h;
   return Status::OK();

@@ -40,6 +40,11 @@ class PoolHandle {
   // flintkv recovery sets kClaimed before it opens the DB, kDone after.
   enum LeftoverState : int { kNone = 0, kPending, kClaimed, kDone };
   std::atomic<int> leftover_state{kNone};
+  // Set by flintkv::OpenDB before it opens a DB on this pool: the wrapper
+  // publishes the watermark and recovers leftovers at every open, so a
+  // memtable destroyed unflushed (avoid_flush_during_shutdown) stays in the
+  // pool. Plain factory use drops such lists (see FlintRep::~FlintRep).
+  std::atomic<bool> wrapper_owned{false};
 
  private:
   std::vector<uint64_t> leftovers_;
