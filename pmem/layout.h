@@ -10,7 +10,7 @@
 // Every persistent pointer is a byte offset from the pool base (0 = null), so
 // a pool may map at a different address next time.
 //
-// Invariants (cited in code as P1..P10: P1-P7 from DESIGN.md, P8-P10 ours,
+// Invariants (cited in code as P1..P11: P1-P7 from DESIGN.md, P8-P11 ours,
 // all listed in docs/nvm_layout.md):
 //  - P8 a pool object (list, chunk, root) is enumerable only once fully
 //    initialised: built in a libpmemobj constructor and published
@@ -18,7 +18,11 @@
 //  - P9 list ids are never reused: next_list_id is durable before a list
 //    with the old value exists.
 //  - P10 (RocksDB wrapper) the watermark W of published sequence numbers is
-//    durable before Write returns; recovery replays only entries <= W.
+//    durable before Write returns; recovery replays only entries <= W, and
+//    the wrapper's reads return only entries <= W.
+//  - P11 (RocksDB recovery) the sequence range a recovery gives its copies
+//    of a list is durable before the first copy is written, so a later
+//    recovery recognises copies that reached SST and never replays twice.
 //  - The list reachable from ListRoot::head.next is sorted by (key ascending,
 //    version descending) and acyclic.
 //  - A node reachable from the head has a valid header (HeaderCheck) and lies

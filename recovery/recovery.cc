@@ -1,27 +1,28 @@
-// Recovery of unflushed FlintKV memtables into RocksDB, and the
-// crash-atomic write wrapper (flintkv/recovery.h, docs/rocksdb_recovery.md).
+// Recovery of unflushed FlintKV memtables into RocksDB: claiming the pool,
+// deciding what to replay, replaying (recovery/replay.h), flushing, and
+// flintkv::OpenDB (flintkv/recovery.h, docs/rocksdb_recovery.md).
 #include "flintkv/recovery.h"
 
+#include <signal.h>
 #include <sys/stat.h>
 
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <map>
 #include <mutex>
 #include <set>
 
 #include "flintkv/rocksdb_memtable.h"
-#include "memtable/list_walk.h"
 #include "memtable/rocksdb/memtable_meta.h"
 #include "memtable/rocksdb/pool_handle.h"
 #include "memtable/rocksdb/status_convert.h"
+#include "memtable/rocksdb/watermark.h"
 #include "pmem/persist.h"
+#include "recovery/flint_db.h"
 #include "recovery/internal_key_cmp.h"
-#include "recovery/watermark.h"
-#include "rocksdb/comparator.h"
-#include "rocksdb/utilities/stackable_db.h"
-#include "rocksdb/write_batch.h"
+#include "recovery/replay.h"
 
 namespace flintkv {
 
@@ -29,12 +30,6 @@ using rocks::PoolHandle;
 using rocks::ToRocks;
 
 namespace {
-
-// RocksDB value types that can appear in a memtable rep (db/dbformat.h).
-constexpr uint8_t kTypeDeletion = 0x0;
-constexpr uint8_t kTypeValue = 0x1;
-constexpr uint8_t kTypeMerge = 0x2;
-constexpr uint8_t kTypeSingleDeletion = 0x7;
 
 double Seconds(std::chrono::steady_clock::time_point since) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - since)
@@ -46,36 +41,6 @@ bool FileExists(const std::string& path) {
   return stat(path.c_str(), &st) == 0;
 }
 
-// One decoded RocksDB memtable entry, pointing into the pool.
-struct Entry {
-  rocksdb::Slice user_key;
-  uint64_t seq;
-  uint8_t type;
-  rocksdb::Slice value;
-};
-
-// varint32 ikey_len | user key | fixed64 (seq << 8 | type) | varint32 vlen
-// | value [| checksum]. False if the node does not hold such an entry.
-bool DecodeEntry(const pmem::NvmNode* n, Entry* e) {
-  const char* p = n->data();
-  const char* end = p + n->data_size;
-  uint32_t ikey_len;
-  const char* k = memtable::DecodeVarint32(p, end, &ikey_len);
-  if (!k || ikey_len < 8 || ikey_len > static_cast<uint64_t>(end - k)) {
-    return false;
-  }
-  uint64_t packed;
-  std::memcpy(&packed, k + ikey_len - 8, 8);  // little-endian (x86)
-  e->user_key = rocksdb::Slice(k, ikey_len - 8);
-  e->seq = packed >> 8;
-  e->type = static_cast<uint8_t>(packed & 0xff);
-  uint32_t vlen;
-  const char* v = memtable::DecodeVarint32(k + ikey_len, end, &vlen);
-  if (!v || vlen > static_cast<uint64_t>(end - v)) return false;
-  e->value = rocksdb::Slice(v, vlen);
-  return true;
-}
-
 // Claimed pool handles, kept alive from BeginRecovery to the end of
 // RecoverInto (the handle's leftover snapshot must not be retaken).
 std::mutex& ClaimMutex() {
@@ -85,6 +50,10 @@ std::mutex& ClaimMutex() {
 std::map<std::string, std::shared_ptr<PoolHandle>>& Claims() {
   static auto* m = new std::map<std::string, std::shared_ptr<PoolHandle>>();
   return *m;
+}
+void Unclaim(const std::string& pool_dir) {
+  std::lock_guard<std::mutex> g(ClaimMutex());
+  Claims().erase(PoolHandle::PoolPath(pool_dir));
 }
 
 Status GetExistingPool(const std::string& pool_dir,
@@ -100,235 +69,81 @@ void Log(const RecoveryOptions& o, const std::string& line) {
   if (o.log) o.log(line);
 }
 
-// Replays one list into db (column family cf). Streams: entries arrive in
-// (user key asc, seq desc) order; for each user key only the newest
-// surviving entry is re-applied, plus the Merge operands above the newest
-// non-Merge entry (ascending), which reproduces the key's value.
-class ListReplayer {
- public:
-  ListReplayer(rocksdb::DB* db, rocksdb::ColumnFamilyHandle* cf,
-               const rocksdb::Comparator* ucmp, const RecoveryOptions& o,
-               bool use_wm, uint64_t wm, RecoveryReport* r)
-      : db_(db), cf_(cf), ucmp_(ucmp), o_(o), use_wm_(use_wm), wm_(wm), r_(r) {
-    wo_.disableWAL = true;  // everything is flushed before the lists go
-  }
-
-  bool ok() const { return status_.ok(); }
-  // Returns false (and sets the status) on an error.
-  bool Visit(const pmem::ListRoot* root, const pmem::NvmNode* n) {
-    if (n->version == pmem::kUncommittedVersion) {
-      r_->dropped_uncommitted++;  // P4: its Write had not returned
-      return true;
-    }
-    if (root->batch_mode && n->version > root->commit_version) {
-      r_->dropped_torn_batch++;  // P3
-      return true;
-    }
-    Entry e;
-    if (!DecodeEntry(n, &e)) {
-      status_ = rocksdb::Status::Corruption(
-          "flintkv: list " + std::to_string(root->list_id) +
-          ": node is not a RocksDB memtable entry");
-      return false;
-    }
-    r_->entries_seen++;
-    if (use_wm_ && e.seq > wm_) {
-      r_->dropped_above_watermark++;  // never acknowledged (wrapper)
-      return true;
-    }
-    if (e.type != kTypeValue && e.type != kTypeDeletion &&
-        e.type != kTypeMerge && e.type != kTypeSingleDeletion) {
-      status_ = rocksdb::Status::NotSupported(
-          "flintkv: list " + std::to_string(root->list_id) +
-          " holds an entry of RocksDB value type " + std::to_string(e.type) +
-          " (timestamps, wide columns and blob indexes are not recovered)");
-      return false;
-    }
-    bool same_key = have_key_ && ucmp_->Compare(e.user_key, key_) == 0;
-    if (!same_key) {
-      EndKey();
-      key_.assign(e.user_key.data(), e.user_key.size());
-      have_key_ = true;
-      done_ = false;
-    }
-    if (done_) {
-      r_->entries_superseded++;
-      return true;
-    }
-    merges_.push_back(e);
-    if (e.type != kTypeMerge) done_ = true;  // the base of the key's value
-    return status_.ok();
-  }
-
-  rocksdb::Status Finish() {
-    EndKey();
-    if (status_.ok()) Commit();
-    return status_;
-  }
-
- private:
-  void EndKey() {
-    // merges_: newest first; apply oldest first.
-    for (auto it = merges_.rbegin(); it != merges_.rend(); ++it) {
-      rocksdb::Status s;
-      switch (it->type) {
-        case kTypeValue:
-          s = batch_.Put(cf_, it->user_key, it->value);
-          break;
-        case kTypeDeletion:
-          s = batch_.Delete(cf_, it->user_key);
-          break;
-        case kTypeSingleDeletion:
-          s = batch_.SingleDelete(cf_, it->user_key);
-          break;
-        case kTypeMerge:
-          s = batch_.Merge(cf_, it->user_key, it->value);
-          break;
-      }
-      if (!s.ok() && status_.ok()) status_ = s;
-      r_->entries_replayed++;
-      r_->bytes_replayed += it->user_key.size() + it->value.size();
-    }
-    merges_.clear();
-    if (batch_.GetDataSize() >= o_.batch_bytes) Commit();
-  }
-  void Commit() {
-    if (batch_.Count() == 0 || !status_.ok()) return;
-    status_ = db_->Write(wo_, &batch_);
-    batch_.Clear();
-  }
-
-  rocksdb::DB* db_;
-  rocksdb::ColumnFamilyHandle* cf_;
-  const rocksdb::Comparator* ucmp_;
-  const RecoveryOptions& o_;
-  bool use_wm_;
-  uint64_t wm_;
-  RecoveryReport* r_;
-  rocksdb::WriteOptions wo_;
-  rocksdb::WriteBatch batch_;
-  std::string key_;
-  bool have_key_ = false;
-  bool done_ = false;
-  std::vector<Entry> merges_;
-  rocksdb::Status status_;
-};
-
-std::vector<memtable::ChunkRange> ChunkRanges(const pmem::Pool* pool,
-                                              uint64_t list_id,
-                                              uint64_t* bytes) {
-  std::vector<memtable::ChunkRange> out;
-  *bytes = 0;
-  for (const pmem::ChunkInfo& c : pool->ChunksOf(list_id)) {
-    out.push_back({c.offset, c.len});
-    *bytes += c.len;
-  }
-  return out;
-}
-
-// Smallest sequence number of a committed entry (false: none).
-Status MinSeq(pmem::Pool* pool, pmem::ListRoot* l,
-              const rocksdb::Comparator* ucmp, uint64_t* min_seq, bool* any) {
-  InternalKeyCmp cmp(ucmp);
-  uint64_t chunk_bytes;
-  auto chunks = ChunkRanges(pool, l->list_id, &chunk_bytes);
-  *any = false;
-  return memtable::WalkList(
-      *pool, l, cmp, &chunks,
-      [&](const pmem::NvmNode* n) {
-        Entry e;
-        if (n->version != pmem::kUncommittedVersion &&
-            !(l->batch_mode && n->version > l->commit_version) &&
-            DecodeEntry(n, &e) && (!*any || e.seq < *min_seq)) {
-          *min_seq = e.seq;
-          *any = true;
-        }
-        return memtable::WalkDecision::kKeep;
-      },
-      [](uint64_t*) {});
+// Crash injection for tests (tests/rocksdb_dropin_test.cc): the process
+// SIGKILLs itself at the named point when FLINTKV_CRASH_POINT names it.
+void CrashPoint(const char* name) {
+  static const char* point = std::getenv("FLINTKV_CRASH_POINT");
+  if (point && std::strcmp(point, name) == 0) raise(SIGKILL);
 }
 
 void PersistMeta(pmem::ListRoot* l, uint32_t state) {
   rocks::MemtableMeta* m = rocks::MutableMetaOf(l);
   m->recovery_state = state;
-  // P6: a triage decision is durable before any replayed write, so a crash
-  // during recovery cannot replay a list that was judged already installed.
+  // A list is marked before any replayed write, so that the lists a crashed
+  // recovery created (its copies) are told apart from the originals.
   pmem::PmemPersist::Persist(&m->recovery_state, sizeof(m->recovery_state));
 }
 
-// Decides, before the first replayed write, which leftover lists to replay,
-// and makes the decision durable (docs/rocksdb_recovery.md, "Which lists
-// are replayed"):
-//  - a list whose smallest sequence number is <= the largest sequence
-//    number in its column family's SST files was flushed and installed
-//    (crash between the MANIFEST sync and MarkFlushed's retire): dropped;
-//  - a list marked kReplayPending by an interrupted recovery is replayed;
-//    unmarked lists created after it hold that recovery's copies: dropped;
-//  - every other list is marked kReplayPending (persisted) and replayed.
-// The check needs the DB exactly as the crash left it (no compaction has
-// zeroed sequence numbers; no writes since open).
-rocksdb::Status Triage(
-    rocksdb::DB* db,
-    const std::map<uint32_t, rocksdb::ColumnFamilyHandle*>& cf_by_id,
-    pmem::Pool* pool, std::vector<pmem::ListRoot*>* lists,
-    const RecoveryOptions& o, RecoveryReport* r) {
+void PersistCopyBound(uint64_t* word, uint64_t seq) {
+  *word = seq + 1;
+  pmem::PmemPersist::Persist(word, sizeof(*word));  // P11
+}
+
+// What the DB holds per column family right after open: the largest
+// sequence number in its SST files, and whether RocksDB's WAL replay left
+// entries in its memtables.
+struct CfState {
+  uint64_t file_seq = 0;
+  bool memtable_entries = false;
+};
+
+CfState StateOf(rocksdb::DB* db, rocksdb::ColumnFamilyHandle* cf) {
+  CfState st;
+  rocksdb::ColumnFamilyMetaData md;
+  db->GetColumnFamilyMetaData(cf, &md);
+  for (const auto& level : md.levels) {
+    for (const auto& f : level.files) {
+      st.file_seq = std::max(st.file_seq, f.largest_seqno);
+    }
+  }
+  uint64_t active = 0, imm = 0;
+  db->GetIntProperty(cf, "rocksdb.num-entries-active-mem-table", &active);
+  db->GetIntProperty(cf, "rocksdb.num-entries-imm-mem-tables", &imm);
+  st.memtable_entries = active + imm > 0;
+  return st;
+}
+
+// Marks the originals before the first replayed write and drops the lists
+// an interrupted recovery created (its copies; they are not marked and
+// come after every marked list). Which entries are already in the DB is
+// decided per key during replay (recovery/replay.h), never here from
+// sequence numbers: those are reused after a WAL-less reopen.
+void Triage(pmem::Pool* pool, std::vector<pmem::ListRoot*>* lists,
+            const RecoveryOptions& o, RecoveryReport* r) {
   uint64_t max_pending_id = 0;
   for (pmem::ListRoot* l : *lists) {
     if (rocks::MetaOf(l)->recovery_state == rocks::kReplayPending) {
       max_pending_id = std::max(max_pending_id, l->list_id);
     }
   }
-  std::map<uint32_t, uint64_t> file_seq;
-  for (auto& [id, cf] : cf_by_id) {
-    rocksdb::ColumnFamilyMetaData md;
-    db->GetColumnFamilyMetaData(cf, &md);
-    uint64_t mx = 0;
-    for (const auto& level : md.levels) {
-      for (const auto& f : level.files) mx = std::max(mx, f.largest_seqno);
-    }
-    file_seq[id] = mx;
-  }
   std::vector<pmem::ListRoot*> keep;
   for (pmem::ListRoot* l : *lists) {
     const rocks::MemtableMeta* meta = rocks::MetaOf(l);
-    auto cf = cf_by_id.find(meta->column_family_id);
-    if (l->kind != pmem::kListMemtable ||
-        meta->magic != rocks::kMemtableMetaMagic || cf == cf_by_id.end() ||
-        meta->recovery_state == rocks::kReplayPending) {
-      keep.push_back(l);  // errors and dropped CFs are handled by the caller
-      continue;
-    }
-    if (max_pending_id && l->list_id > max_pending_id) {
-      Log(o, "flintkv: list " + std::to_string(l->list_id) +
-                 " holds copies made by an interrupted recovery: dropped");
-      r->lists_installed++;
-      pool->DropList(l);
-      continue;
-    }
-    uint64_t min_seq = 0;
-    bool any = true;
-    if (file_seq[cf->first] == 0) {
-      min_seq = 1;  // no SST file can hold any of it; skip the walk
-    } else {
-      Status s = MinSeq(pool, l, cf->second->GetComparator(), &min_seq, &any);
-      if (!s.ok()) return ToRocks(s);
-    }
-    if (!any || file_seq[cf->first] >= min_seq) {
-      if (any) {
+    bool valid = l->kind == pmem::kListMemtable &&
+                 meta->magic == rocks::kMemtableMetaMagic;
+    if (valid && meta->recovery_state != rocks::kReplayPending) {
+      if (max_pending_id && l->list_id > max_pending_id) {
         Log(o, "flintkv: list " + std::to_string(l->list_id) +
-                   " was already flushed (SST holds sequence " +
-                   std::to_string(file_seq[cf->first]) + " >= its first " +
-                   std::to_string(min_seq) + "): dropped");
-        r->lists_installed++;
+                   " holds copies made by an interrupted recovery: dropped");
+        r->lists_copies_dropped++;
+        pool->DropList(l);
+        continue;
       }
-      pool->DropList(l);
-      continue;
+      PersistMeta(l, rocks::kReplayPending);
     }
-    PersistMeta(l, rocks::kReplayPending);
-    keep.push_back(l);
+    keep.push_back(l);  // invalid ones are reported by the caller
   }
   *lists = keep;
-  return rocksdb::Status::OK();
 }
 
 }  // namespace
@@ -337,16 +152,18 @@ std::string RecoveryReport::ToString() const {
   char buf[1024];
   std::snprintf(
       buf, sizeof(buf),
-      "lists: %llu found, %llu replayed, %llu already flushed, %llu of "
-      "dropped column families; "
-      "entries: %llu committed, %llu replayed (%llu bytes), %llu superseded; "
-      "dropped: %llu uncommitted (version MAX), %llu torn FlintKV batch, "
-      "%llu above watermark; watermark: %s %llu; time: triage %.3f s, "
-      "replay %.3f s, flush %.3f s",
+      "lists: %llu found, %llu replayed (%llu with presence checks), %llu "
+      "copies of an interrupted recovery dropped, %llu of dropped column "
+      "families; entries: %llu committed, %llu replayed (%llu bytes), %llu "
+      "already in the DB, %llu superseded; dropped: %llu uncommitted "
+      "(version MAX), %llu torn FlintKV batch, %llu above watermark; "
+      "watermark: %s %llu; time: triage %.3f s, replay %.3f s, flush %.3f s",
       (unsigned long long)lists_found, (unsigned long long)lists_replayed,
-      (unsigned long long)lists_installed, (unsigned long long)lists_dropped_cf,
-      (unsigned long long)entries_seen, (unsigned long long)entries_replayed,
-      (unsigned long long)bytes_replayed,
+      (unsigned long long)lists_checked,
+      (unsigned long long)lists_copies_dropped,
+      (unsigned long long)lists_dropped_cf, (unsigned long long)entries_seen,
+      (unsigned long long)entries_replayed, (unsigned long long)bytes_replayed,
+      (unsigned long long)entries_present,
       (unsigned long long)entries_superseded,
       (unsigned long long)dropped_uncommitted,
       (unsigned long long)dropped_torn_batch,
@@ -383,9 +200,9 @@ rocksdb::Status RecoverInto(
     Status s = GetExistingPool(o.pool_dir, &h);
     if (!s.ok()) return ToRocks(s);
   }
-  auto release = [&] {
-    std::lock_guard<std::mutex> g(ClaimMutex());
-    Claims().erase(PoolHandle::PoolPath(o.pool_dir));
+  auto fail = [&](rocksdb::Status s) {
+    Unclaim(o.pool_dir);
+    return s;
   };
   pmem::Pool* pool = h->pool();
   Watermark wm(pool);
@@ -401,9 +218,8 @@ rocksdb::Status RecoverInto(
   r->lists_found = lists.size();
   r->watermark_used = wm.enabled() && o.watermark != WatermarkMode::kOff;
   if (o.watermark == WatermarkMode::kOn && !wm.enabled()) {
-    release();
-    return rocksdb::Status::InvalidArgument("flintkv: pool " + pool->path() +
-                                            " has no watermark");
+    return fail(rocksdb::Status::InvalidArgument(
+        "flintkv: pool " + pool->path() + " has no watermark"));
   }
   r->watermark = wm.published();
 
@@ -419,21 +235,19 @@ rocksdb::Status RecoverInto(
   }
 
   auto start = std::chrono::steady_clock::now();
+  // Versions above this are the copies this recovery writes.
+  const uint64_t open_seq = db->GetLatestSequenceNumber();
+  std::map<uint32_t, CfState> cf_state;
+  for (auto& [id, cf] : cf_by_id) cf_state[id] = StateOf(db, cf);
+  Triage(pool, &lists, o, r);
   std::vector<pmem::ListRoot*> to_drop;
-  rocksdb::Status ps = Triage(db, cf_by_id, pool, &lists, o, r);
-  r->triage_seconds = Seconds(start);
-  if (!ps.ok()) {
-    release();
-    return ps;
-  }
   for (pmem::ListRoot* l : lists) {
-    const rocks::MemtableMeta* meta = rocks::MetaOf(l);
+    rocks::MemtableMeta* meta = rocks::MutableMetaOf(l);
     if (l->kind != pmem::kListMemtable ||
         meta->magic != rocks::kMemtableMetaMagic) {
-      release();
-      return rocksdb::Status::Corruption("flintkv: list " +
-                                         std::to_string(l->list_id) +
-                                         " is not a RocksDB memtable list");
+      return fail(rocksdb::Status::Corruption(
+          "flintkv: list " + std::to_string(l->list_id) +
+          " is not a RocksDB memtable list"));
     }
     auto cf = cf_by_id.find(meta->column_family_id);
     if (cf == cf_by_id.end()) {
@@ -445,12 +259,40 @@ rocksdb::Status RecoverInto(
       to_drop.push_back(l);
       continue;
     }
-    const rocksdb::Comparator* ucmp = cf->second->GetComparator();
-    InternalKeyCmp cmp(ucmp);
-    uint64_t chunk_bytes;
-    auto chunks = ChunkRanges(pool, l->list_id, &chunk_bytes);
-    ListReplayer rp(db, cf->second, ucmp, o, r->watermark_used, r->watermark,
-                    r);
+    replay::CopyRange copies;
+    if (meta->copy_first_plus1 != 0) {
+      copies.valid = true;
+      copies.first = meta->copy_first_plus1 - 1;
+      copies.last =
+          meta->copy_last_plus1 ? meta->copy_last_plus1 - 1 : UINT64_MAX;
+    }
+    // Presence checks cost a DB lookup per key; skip them when nothing in
+    // the DB can hold an entry of this list: no SST sequence reaches its
+    // first entry, WAL replay left nothing, and no earlier recovery copied it.
+    const CfState& st = cf_state[cf->first];
+    bool check = copies.valid || st.memtable_entries;
+    if (!check && st.file_seq > 0) {
+      uint64_t min_seq = 0;
+      bool any = false;
+      Status s =
+          replay::MinSeq(pool, l, cf->second->GetComparator(), &min_seq, &any);
+      if (!s.ok()) return fail(ToRocks(s));
+      check = any && st.file_seq >= min_seq;
+    }
+    if (check) r->lists_checked++;
+    r->triage_seconds = Seconds(start);
+    // P11: this run's copies of l get sequence numbers above `first`
+    // (earlier runs' copies, if any, lie above the old first, which is
+    // kept).
+    if (!copies.valid) {
+      PersistCopyBound(&meta->copy_first_plus1, db->GetLatestSequenceNumber());
+    }
+    meta->copy_last_plus1 = 0;
+    pmem::PmemPersist::Persist(&meta->copy_last_plus1, sizeof(uint64_t));
+    InternalKeyCmp cmp(cf->second->GetComparator());
+    auto chunks = replay::ChunkRanges(pool, l->list_id);
+    replay::ListReplayer rp(db, cf->second, o, r->watermark_used, r->watermark,
+                            check, open_seq, copies, r);
     Status ws = memtable::WalkList(
         *pool, l, cmp, &chunks,
         [&](const pmem::NvmNode* n) {
@@ -459,14 +301,10 @@ rocksdb::Status RecoverInto(
         },
         [](uint64_t*) {});
     rocksdb::Status fs = rp.Finish();
-    if (!ws.ok()) {
-      release();
-      return ToRocks(ws);
-    }
-    if (!fs.ok()) {
-      release();
-      return fs;
-    }
+    if (!ws.ok()) return fail(ToRocks(ws));
+    if (!fs.ok()) return fail(fs);
+    PersistCopyBound(&meta->copy_last_plus1, db->GetLatestSequenceNumber());
+    CrashPoint("recovery_after_list");
     r->lists_replayed++;
     to_drop.push_back(l);
   }
@@ -478,10 +316,8 @@ rocksdb::Status RecoverInto(
     fo.wait = true;
     fo.allow_write_stall = true;
     rocksdb::Status s = db->Flush(fo, handles);
-    if (!s.ok()) {
-      release();
-      return s;
-    }
+    if (!s.ok()) return fail(s);
+    CrashPoint("recovery_after_flush");
     // The replayed data is in SST files and the MANIFEST (Flush waits for
     // the install). Record that before dropping anything, so that a crash
     // in between neither replays twice nor trusts a stale watermark.
@@ -493,7 +329,7 @@ rocksdb::Status RecoverInto(
   }
   r->flush_seconds = Seconds(start);
   h->leftover_state = PoolHandle::kDone;
-  release();
+  Unclaim(o.pool_dir);
   Log(o, "flintkv: recovery: " + r->ToString());
   return rocksdb::Status::OK();
 }
@@ -505,8 +341,7 @@ rocksdb::Status RecoverDB(const rocksdb::Options& db_options,
   rocksdb::Status s = BeginRecovery(o.pool_dir);
   if (!s.ok()) return s;
   auto fail = [&](rocksdb::Status st) {
-    std::lock_guard<std::mutex> g(ClaimMutex());
-    Claims().erase(PoolHandle::PoolPath(o.pool_dir));
+    Unclaim(o.pool_dir);
     return st;
   };
   if (cfs.empty()) {
@@ -547,112 +382,6 @@ rocksdb::Status RecoverDB(const rocksdb::Options& db_options,
   return s;
 }
 
-// ---- The crash-atomic wrapper ----
-
-namespace {
-
-class FlintDB : public rocksdb::StackableDB {
- public:
-  FlintDB(rocksdb::DB* db, std::shared_ptr<PoolHandle> pool)
-      : rocksdb::StackableDB(db), pool_(std::move(pool)), wm_(pool_->pool()) {}
-  ~FlintDB() override { Close(); }
-
-  rocksdb::Status Close() override {
-    if (closed_) return rocksdb::Status::OK();
-    closed_ = true;
-    rocksdb::Status s = db_->Close();
-    // Nothing is in flight any more: every entry in the pool is published,
-    // so plain users of the pool may come next.
-    wm_.Disable();
-    return s;
-  }
-
-  using rocksdb::StackableDB::Put;
-  rocksdb::Status Put(const rocksdb::WriteOptions& wo,
-                      rocksdb::ColumnFamilyHandle* cf, const rocksdb::Slice& k,
-                      const rocksdb::Slice& v) override {
-    return Published(db_->Put(wo, cf, k, v));
-  }
-  rocksdb::Status Put(const rocksdb::WriteOptions& wo,
-                      rocksdb::ColumnFamilyHandle* cf, const rocksdb::Slice& k,
-                      const rocksdb::Slice& ts,
-                      const rocksdb::Slice& v) override {
-    return Published(db_->Put(wo, cf, k, ts, v));
-  }
-  using rocksdb::StackableDB::Delete;
-  rocksdb::Status Delete(const rocksdb::WriteOptions& wo,
-                         rocksdb::ColumnFamilyHandle* cf,
-                         const rocksdb::Slice& k) override {
-    return Published(db_->Delete(wo, cf, k));
-  }
-  rocksdb::Status Delete(const rocksdb::WriteOptions& wo,
-                         rocksdb::ColumnFamilyHandle* cf,
-                         const rocksdb::Slice& k,
-                         const rocksdb::Slice& ts) override {
-    return Published(db_->Delete(wo, cf, k, ts));
-  }
-  using rocksdb::StackableDB::SingleDelete;
-  rocksdb::Status SingleDelete(const rocksdb::WriteOptions& wo,
-                               rocksdb::ColumnFamilyHandle* cf,
-                               const rocksdb::Slice& k) override {
-    return Published(db_->SingleDelete(wo, cf, k));
-  }
-  rocksdb::Status SingleDelete(const rocksdb::WriteOptions& wo,
-                               rocksdb::ColumnFamilyHandle* cf,
-                               const rocksdb::Slice& k,
-                               const rocksdb::Slice& ts) override {
-    return Published(db_->SingleDelete(wo, cf, k, ts));
-  }
-  using rocksdb::StackableDB::Merge;
-  rocksdb::Status Merge(const rocksdb::WriteOptions& wo,
-                        rocksdb::ColumnFamilyHandle* cf,
-                        const rocksdb::Slice& k,
-                        const rocksdb::Slice& v) override {
-    return Published(db_->Merge(wo, cf, k, v));
-  }
-  rocksdb::Status Write(const rocksdb::WriteOptions& wo,
-                        rocksdb::WriteBatch* b) override {
-    if (b->HasDeleteRange()) return NoRangeDeletes();
-    return Published(db_->Write(wo, b));
-  }
-  using rocksdb::StackableDB::DeleteRange;
-  rocksdb::Status DeleteRange(const rocksdb::WriteOptions&,
-                              rocksdb::ColumnFamilyHandle*,
-                              const rocksdb::Slice&,
-                              const rocksdb::Slice&) override {
-    return NoRangeDeletes();
-  }
-  using rocksdb::StackableDB::PutEntity;
-  rocksdb::Status PutEntity(const rocksdb::WriteOptions&,
-                            rocksdb::ColumnFamilyHandle*, const rocksdb::Slice&,
-                            const rocksdb::WideColumns&) override {
-    return rocksdb::Status::NotSupported(
-        "flintkv: wide-column entities are not recovered");
-  }
-
- private:
-  static rocksdb::Status NoRangeDeletes() {
-    return rocksdb::Status::NotSupported(
-        "flintkv: DeleteRange is not crash-durable with the flintkv memtable "
-        "(RocksDB keeps range tombstones in DRAM)");
-  }
-  // The commit point: once Write has returned, every write group up to
-  // LastSequence is completely in the memtables (RocksDB publishes
-  // LastSequence after the whole group's memtable inserts), and FlintKV
-  // made each insert durable; persisting W >= LastSequence makes all of
-  // them, and only whole write groups, count for recovery.
-  rocksdb::Status Published(rocksdb::Status s) {
-    if (s.ok()) wm_.Publish(db_->GetLatestSequenceNumber());
-    return s;
-  }
-
-  std::shared_ptr<PoolHandle> pool_;
-  Watermark wm_;
-  bool closed_ = false;
-};
-
-}  // namespace
-
 rocksdb::Status OpenDB(const rocksdb::DBOptions& db_options,
                        const std::string& name,
                        const std::vector<rocksdb::ColumnFamilyDescriptor>& cfs,
@@ -660,10 +389,12 @@ rocksdb::Status OpenDB(const rocksdb::DBOptions& db_options,
                        rocksdb::DB** dbptr, const RecoveryOptions& o,
                        RecoveryReport* report) {
   *dbptr = nullptr;
-  if (db_options.unordered_write) {
+  if (db_options.two_write_queues) {
+    // With two write queues RocksDB's latest sequence number is not the
+    // published one the watermark must bound.
     return rocksdb::Status::NotSupported(
-        "flintkv::OpenDB: unordered_write publishes sequence numbers before "
-        "the memtable inserts finish; the watermark needs ordered writes");
+        "flintkv::OpenDB: option two_write_queues is not supported (the "
+        "watermark needs LastSequence to cover only finished write groups)");
   }
   bool recover = FileExists(PoolHandle::PoolPath(o.pool_dir));
   if (recover) {
@@ -675,10 +406,15 @@ rocksdb::Status OpenDB(const rocksdb::DBOptions& db_options,
   mo.pool_size = o.pool_size;
   std::shared_ptr<rocksdb::MemTableRepFactory> factory;
   rocksdb::Status s = NewMemTableRepFactory(mo, &factory);
+  std::shared_ptr<PoolHandle> h;
+  if (s.ok()) s = ToRocks(GetExistingPool(o.pool_dir, &h));
+  // The wrapper recovers at every open, so memtables may stay unflushed
+  // across Close (avoid_flush_during_shutdown).
+  if (s.ok()) h->wrapper_owned = true;
   std::vector<rocksdb::ColumnFamilyDescriptor> descs(cfs);
   for (auto& cf : descs) {
     cf.options.memtable_factory = factory;
-    // No compaction may zero SST sequence numbers before Triage reads them.
+    // No compaction may rewrite what the presence checks look for.
     if (recover) cf.options.disable_auto_compactions = true;
   }
   rocksdb::DB* db = nullptr;
@@ -690,11 +426,9 @@ rocksdb::Status OpenDB(const rocksdb::DBOptions& db_options,
                          {{"disable_auto_compactions", "false"}});
     }
   }
-  std::shared_ptr<PoolHandle> h;
-  if (s.ok()) s = ToRocks(GetExistingPool(o.pool_dir, &h));
   if (!s.ok()) {
-    std::lock_guard<std::mutex> g(ClaimMutex());
-    Claims().erase(PoolHandle::PoolPath(o.pool_dir));
+    Unclaim(o.pool_dir);
+    if (h) h->wrapper_owned = false;
     if (db) {
       for (auto* cf : *handles) db->DestroyColumnFamilyHandle(cf);
       handles->clear();
@@ -706,7 +440,7 @@ rocksdb::Status OpenDB(const rocksdb::DBOptions& db_options,
   Watermark wm(h->pool());
   wm.SetPublished(db->GetLatestSequenceNumber());
   wm.Enable();
-  *dbptr = new FlintDB(db, h);
+  *dbptr = NewFlintDB(db, h);
   return rocksdb::Status::OK();
 }
 

@@ -57,11 +57,13 @@ struct RecoveryOptions {
 struct RecoveryReport {
   uint64_t lists_found = 0;  // leftover memtable lists in the pool
   uint64_t lists_replayed = 0;
-  uint64_t lists_installed = 0;      // already in SST files: dropped
+  uint64_t lists_checked = 0;         // replayed with per-key presence checks
+  uint64_t lists_copies_dropped = 0;  // copies of an interrupted recovery
   uint64_t lists_dropped_cf = 0;     // of a column family that no longer exists
   uint64_t entries_seen = 0;         // committed entries walked
   uint64_t entries_replayed = 0;     // re-applied through DB writes
   uint64_t entries_superseded = 0;   // older versions of a replayed key
+  uint64_t entries_present = 0;      // already in the DB (SST, WAL replay)
   uint64_t dropped_uncommitted = 0;  // version MAX (P4)
   uint64_t dropped_torn_batch = 0;   // FlintKV batch rollback (P3)
   uint64_t dropped_above_watermark = 0;  // unacknowledged (wrapper)

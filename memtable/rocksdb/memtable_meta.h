@@ -19,7 +19,13 @@ struct MemtableMeta {
   uint32_t column_family_id;
   uint32_t recovery_state;  // 0, or kReplayPending (set by flintkv recovery)
   uint64_t created_micros;  // wall clock, for `flintkv_tool inspect`
-  uint64_t reserved[13];
+  // P11: a recovery replaying this list gives its copies sequence numbers
+  // in (copy_first, copy_last]; it persists copy_first + 1 before writing
+  // the first copy and copy_last + 1 after the last (0: not set; an unset
+  // copy_last with a set copy_first means "died while replaying").
+  uint64_t copy_first_plus1;
+  uint64_t copy_last_plus1;
+  uint64_t reserved[11];
 };
 static_assert(sizeof(MemtableMeta) <= sizeof(pmem::ListRoot::user),
               "MemtableMeta must fit the user area");

@@ -1,0 +1,268 @@
+#include "recovery/replay.h"
+
+#include <cstring>
+#include <limits>
+
+#include "memtable/coding.h"
+#include "recovery/internal_key_cmp.h"
+#include "rocksdb/wide_columns.h"
+
+namespace flintkv {
+namespace replay {
+namespace {
+
+// A wide-column entity as RocksDB 7.8.3 serialises it in a memtable value
+// (db/wide/wide_column_serialization.h, version 1): varint32 version,
+// varint32 column count, per column a length-prefixed name and a varint32
+// value size, then the values back to back.
+bool DecodeEntity(rocksdb::Slice in, rocksdb::WideColumns* out) {
+  const char* p = in.data();
+  const char* end = p + in.size();
+  uint32_t version, n;
+  p = memtable::DecodeVarint32(p, end, &version);
+  if (!p || version != 1) return false;
+  p = memtable::DecodeVarint32(p, end, &n);
+  if (!p || n > in.size()) return false;
+  std::vector<std::pair<rocksdb::Slice, uint32_t>> index;
+  for (uint32_t i = 0; i < n; i++) {
+    uint32_t name_len, value_len;
+    p = memtable::DecodeVarint32(p, end, &name_len);
+    if (!p || name_len > static_cast<uint64_t>(end - p)) return false;
+    rocksdb::Slice name(p, name_len);
+    p = memtable::DecodeVarint32(p + name_len, end, &value_len);
+    if (!p) return false;
+    index.emplace_back(name, value_len);
+  }
+  out->clear();
+  for (auto& [name, len] : index) {
+    if (len > static_cast<uint64_t>(end - p)) return false;
+    out->emplace_back(name, rocksdb::Slice(p, len));
+    p += len;
+  }
+  return p == end;
+}
+
+}  // namespace
+
+bool DecodeEntry(const pmem::NvmNode* n, Entry* e) {
+  const char* p = n->data();
+  const char* end = p + n->data_size;
+  uint32_t ikey_len;
+  const char* k = memtable::DecodeVarint32(p, end, &ikey_len);
+  if (!k || ikey_len < 8 || ikey_len > static_cast<uint64_t>(end - k)) {
+    return false;
+  }
+  uint64_t packed;
+  std::memcpy(&packed, k + ikey_len - 8, 8);  // little-endian (x86)
+  e->user_key = rocksdb::Slice(k, ikey_len - 8);
+  e->seq = packed >> 8;
+  e->type = static_cast<uint8_t>(packed & 0xff);
+  uint32_t vlen;
+  const char* v = memtable::DecodeVarint32(k + ikey_len, end, &vlen);
+  if (!v || vlen > static_cast<uint64_t>(end - v)) return false;
+  e->value = rocksdb::Slice(v, vlen);
+  return true;
+}
+
+std::vector<memtable::ChunkRange> ChunkRanges(const pmem::Pool* pool,
+                                              uint64_t list_id) {
+  std::vector<memtable::ChunkRange> out;
+  for (const pmem::ChunkInfo& c : pool->ChunksOf(list_id)) {
+    out.push_back({c.offset, c.len});
+  }
+  return out;
+}
+
+Status MinSeq(pmem::Pool* pool, pmem::ListRoot* l,
+              const rocksdb::Comparator* ucmp, uint64_t* min_seq, bool* any) {
+  InternalKeyCmp cmp(ucmp);
+  auto chunks = ChunkRanges(pool, l->list_id);
+  *any = false;
+  return memtable::WalkList(
+      *pool, l, cmp, &chunks,
+      [&](const pmem::NvmNode* n) {
+        Entry e;
+        if (n->version != pmem::kUncommittedVersion &&
+            !(l->batch_mode && n->version > l->commit_version) &&
+            DecodeEntry(n, &e) && (!*any || e.seq < *min_seq)) {
+          *min_seq = e.seq;
+          *any = true;
+        }
+        return memtable::WalkDecision::kKeep;
+      },
+      [](uint64_t*) {});
+}
+
+ListReplayer::ListReplayer(rocksdb::DB* db, rocksdb::ColumnFamilyHandle* cf,
+                           const RecoveryOptions& o, bool use_wm, uint64_t wm,
+                           bool check_presence, uint64_t open_seq,
+                           CopyRange copies, RecoveryReport* r)
+    : db_(db),
+      cf_(cf),
+      ucmp_(cf->GetComparator()),
+      o_(o),
+      use_wm_(use_wm),
+      wm_(wm),
+      check_presence_(check_presence),
+      open_seq_(open_seq),
+      copies_(copies),
+      r_(r) {
+  wo_.disableWAL = true;  // everything is flushed before the lists go
+}
+
+bool ListReplayer::Visit(const pmem::ListRoot* root, const pmem::NvmNode* n) {
+  if (n->version == pmem::kUncommittedVersion) {
+    r_->dropped_uncommitted++;  // P4: its Write had not returned
+    return true;
+  }
+  if (root->batch_mode && n->version > root->commit_version) {
+    r_->dropped_torn_batch++;  // P3
+    return true;
+  }
+  Entry e;
+  if (!DecodeEntry(n, &e)) {
+    status_ = rocksdb::Status::Corruption(
+        "flintkv: list " + std::to_string(root->list_id) +
+        ": node is not a RocksDB memtable entry");
+    return false;
+  }
+  r_->entries_seen++;
+  if (use_wm_ && e.seq > wm_) {
+    r_->dropped_above_watermark++;  // never acknowledged (wrapper)
+    return true;
+  }
+  if (e.type != kTypeValue && e.type != kTypeDeletion && e.type != kTypeMerge &&
+      e.type != kTypeSingleDeletion && e.type != kTypeWideColumnEntity) {
+    status_ = rocksdb::Status::NotSupported(
+        "flintkv: list " + std::to_string(root->list_id) +
+        " holds an entry of RocksDB value type " + std::to_string(e.type) +
+        " (user-defined timestamps and stacked BlobDB blob indexes are not "
+        "recovered)");
+    return false;
+  }
+  bool same_key = have_key_ && ucmp_->Compare(e.user_key, key_) == 0;
+  if (!same_key) {
+    EndKey();
+    key_.assign(e.user_key.data(), e.user_key.size());
+    have_key_ = true;
+    done_ = false;
+  }
+  if (done_) {
+    r_->entries_superseded++;
+    return true;
+  }
+  group_.push_back(e);
+  if (e.type != kTypeMerge) done_ = true;  // the base of the key's value
+  return status_.ok();
+}
+
+rocksdb::Status ListReplayer::Finish() {
+  EndKey();
+  if (status_.ok()) Commit();
+  return status_;
+}
+
+bool ListReplayer::Present(
+    const Entry& e, const std::vector<rocksdb::KeyVersion>& versions) const {
+  for (const rocksdb::KeyVersion& v : versions) {
+    if (v.sequence > open_seq_) continue;  // this recovery's own copy
+    if (copies_.valid && v.sequence > copies_.first &&
+        v.sequence <= copies_.last) {
+      // A copy an interrupted recovery wrote of this key's group (only that
+      // recovery wrote in this range; a group is never split across its
+      // WriteBatches, so the whole group reached the DB with it).
+      return true;
+    }
+    if (v.sequence != e.seq) continue;
+    if (e.type == kTypeMerge) return true;  // a flush may fold operands
+    if (v.type == e.type && rocksdb::Slice(v.value) == e.value) return true;
+  }
+  return false;
+}
+
+size_t ListReplayer::Anchor() {
+  std::vector<rocksdb::KeyVersion> versions;
+  rocksdb::Status s = rocksdb::GetAllKeyVersions(
+      db_, cf_, key_, key_, std::numeric_limits<size_t>::max(), &versions);
+  if (!s.ok()) {
+    status_ = s;
+    return 0;
+  }
+  for (size_t i = 0; i < group_.size(); i++) {
+    if (!Present(group_[i], versions)) continue;
+    // Operands below an exactly present (not folded) operand must all be
+    // there too; if one is missing, part of the group was WAL-logged and
+    // part not, and no replay order is right.
+    bool exact = false;
+    for (const auto& v : versions) {
+      exact |= group_[i].type == kTypeMerge && v.sequence == group_[i].seq &&
+               v.type == kTypeMerge &&
+               rocksdb::Slice(v.value) == group_[i].value;
+    }
+    for (size_t j = i + 1; exact && j < group_.size(); j++) {
+      if (!Present(group_[j], versions)) {
+        status_ = rocksdb::Status::Incomplete(
+            "flintkv: key '" + rocksdb::Slice(key_).ToString(true) +
+            "' has Merge operands of which only the newer ones are in the "
+            "DB (WAL-logged and WAL-less writes mixed on one key): cannot "
+            "replay them exactly once; nothing was replayed for it");
+        return 0;
+      }
+    }
+    return i;
+  }
+  return group_.size();
+}
+
+void ListReplayer::EndKey() {
+  if (group_.empty()) return;
+  // group_: newest first. Replay the part newer than what the DB has,
+  // oldest first.
+  size_t n = check_presence_ ? Anchor() : group_.size();
+  if (!status_.ok()) return;
+  r_->entries_present += group_.size() - n;
+  for (size_t i = n; i-- > 0;) Append(group_[i]);
+  group_.clear();
+  if (batch_.GetDataSize() >= o_.batch_bytes) Commit();
+}
+
+void ListReplayer::Append(const Entry& e) {
+  rocksdb::Status s;
+  switch (e.type) {
+    case kTypeValue:
+      s = batch_.Put(cf_, e.user_key, e.value);
+      break;
+    case kTypeDeletion:
+      s = batch_.Delete(cf_, e.user_key);
+      break;
+    case kTypeSingleDeletion:
+      s = batch_.SingleDelete(cf_, e.user_key);
+      break;
+    case kTypeMerge:
+      s = batch_.Merge(cf_, e.user_key, e.value);
+      break;
+    case kTypeWideColumnEntity: {
+      rocksdb::WideColumns columns;
+      if (!DecodeEntity(e.value, &columns)) {
+        s = rocksdb::Status::Corruption(
+            "flintkv: undecodable wide-column entity for key '" +
+            e.user_key.ToString(true) + "'");
+      } else {
+        s = batch_.PutEntity(cf_, e.user_key, columns);
+      }
+      break;
+    }
+  }
+  if (!s.ok() && status_.ok()) status_ = s;
+  r_->entries_replayed++;
+  r_->bytes_replayed += e.user_key.size() + e.value.size();
+}
+
+void ListReplayer::Commit() {
+  if (batch_.Count() == 0 || !status_.ok()) return;
+  status_ = db_->Write(wo_, &batch_);
+  batch_.Clear();
+}
+
+}  // namespace replay
+}  // namespace flintkv

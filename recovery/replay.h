@@ -1,0 +1,129 @@
+// Replaying one leftover memtable list into a RocksDB column family
+// (recovery/recovery.cc drives it; docs/rocksdb_recovery.md has the
+// argument).
+//
+// Entries arrive in the list's order (user key ascending, sequence
+// descending). For each user key the replayer keeps the key's *group*: the
+// newest entry and the Merge operands above the newest non-Merge entry
+// (its base). Replaying the group oldest first reproduces the key's value.
+//
+// Exactly once. A group, or its older part, may already be in the DB:
+//  - the list was flushed and installed, and the crash hit before
+//    MarkFlushed retired it (entries in SST with their own sequence);
+//  - RocksDB's WAL replay at DB::Open restored WAL-logged writes with their
+//    own sequence numbers;
+//  - an interrupted earlier recovery wrote copies (new sequence numbers in
+//    the range it persisted in the list's meta) and they reached SST.
+// With `check_presence`, the replayer asks the DB for every version of the
+// key (rocksdb::GetAllKeyVersions: memtables and SST files) and looks for
+// the newest group entry that is already there (the anchor): an entry with
+// the same user key and sequence number, and, unless it is a Merge operand
+// (a flush may fold operands into one entry), the same type and value; or
+// any version inside the copy range of an interrupted recovery. Versions
+// above the DB's sequence at open are this recovery's own copies of older
+// lists and are never taken for presence. Only the
+// entries newer than the anchor are replayed. Nothing is dropped on
+// sequence numbers alone: those are reused after a WAL-less reopen, so a
+// foreign writer (stock ldb, db_bench without the plugin) can produce SST
+// files whose sequence numbers cover a list it never saw (issue 8j).
+// A Merge group that is present only in part (some operands WAL-logged,
+// older ones not) cannot be replayed in order: Incomplete, nothing written
+// for it — recovery refuses rather than guess.
+//
+// Thread safety: single-threaded (recovery owns the DB).
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "flintkv/recovery.h"
+#include "memtable/list_walk.h"
+#include "pmem/layout.h"
+#include "pmem/pool.h"
+#include "rocksdb/comparator.h"
+#include "rocksdb/db.h"
+#include "rocksdb/utilities/debug.h"
+#include "rocksdb/write_batch.h"
+
+namespace flintkv {
+namespace replay {
+
+// RocksDB value types that can appear in a memtable rep (db/dbformat.h).
+constexpr uint8_t kTypeDeletion = 0x0;
+constexpr uint8_t kTypeValue = 0x1;
+constexpr uint8_t kTypeMerge = 0x2;
+constexpr uint8_t kTypeSingleDeletion = 0x7;
+constexpr uint8_t kTypeWideColumnEntity = 0x16;
+
+// One decoded RocksDB memtable entry, pointing into the pool.
+struct Entry {
+  rocksdb::Slice user_key;
+  uint64_t seq;
+  uint8_t type;
+  rocksdb::Slice value;
+};
+
+// varint32 ikey_len | user key | fixed64 (seq << 8 | type) | varint32 vlen
+// | value [| checksum]. False if the node does not hold such an entry.
+bool DecodeEntry(const pmem::NvmNode* n, Entry* e);
+
+// The chunks of a list, for the validated walker.
+std::vector<memtable::ChunkRange> ChunkRanges(const pmem::Pool* pool,
+                                              uint64_t list_id);
+
+// Smallest sequence number of a committed entry (*any false: none).
+Status MinSeq(pmem::Pool* pool, pmem::ListRoot* l,
+              const rocksdb::Comparator* ucmp, uint64_t* min_seq, bool* any);
+
+// Sequence numbers an interrupted recovery gave its copies of one list:
+// (first, last]; last == UINT64_MAX when it died while replaying the list.
+struct CopyRange {
+  bool valid = false;
+  uint64_t first = 0;
+  uint64_t last = 0;
+};
+
+class ListReplayer {
+ public:
+  ListReplayer(rocksdb::DB* db, rocksdb::ColumnFamilyHandle* cf,
+               const RecoveryOptions& o, bool use_wm, uint64_t wm,
+               bool check_presence, uint64_t open_seq, CopyRange copies,
+               RecoveryReport* r);
+
+  bool ok() const { return status_.ok(); }
+  // Feeds one node of list `root`, in list order. False on an error.
+  bool Visit(const pmem::ListRoot* root, const pmem::NvmNode* n);
+  // Replays the last group and writes what is still batched.
+  rocksdb::Status Finish();
+
+ private:
+  void EndKey();
+  // Index of the newest group entry already in the DB, or group_.size().
+  size_t Anchor();
+  bool Present(const Entry& e,
+               const std::vector<rocksdb::KeyVersion>& versions) const;
+  void Append(const Entry& e);
+  void Commit();
+
+  rocksdb::DB* db_;
+  rocksdb::ColumnFamilyHandle* cf_;
+  const rocksdb::Comparator* ucmp_;
+  const RecoveryOptions& o_;
+  bool use_wm_;
+  uint64_t wm_;
+  bool check_presence_;
+  uint64_t open_seq_;  // LastSequence when this recovery opened the DB
+  CopyRange copies_;
+  RecoveryReport* r_;
+  rocksdb::WriteOptions wo_;
+  rocksdb::WriteBatch batch_;
+  std::string key_;
+  bool have_key_ = false;
+  bool done_ = false;
+  std::vector<Entry> group_;  // newest first
+  rocksdb::Status status_;
+};
+
+}  // namespace replay
+}  // namespace flintkv
