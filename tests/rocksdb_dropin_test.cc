@@ -1,0 +1,515 @@
+// Regression tests for the RocksDB drop-in (issue 8): every configuration a
+// RocksDB user can reach either keeps every acknowledged write or is refused
+// at DB::Open with a message naming the option.
+//
+// Crashes are deterministic: a child process (this binary re-executed with
+// FLINTKV_DROPIN_CHILD naming a scenario) does its writes and then SIGKILLs
+// itself, so what was acknowledged before the crash is known exactly.
+// Crashes inside recovery use FLINTKV_CRASH_POINT (recovery/recovery.cc).
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <cstring>
+#include <functional>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "flintkv/recovery.h"
+#include "flintkv/rocksdb_memtable.h"
+#include "rocksdb/db.h"
+#include "rocksdb/merge_operator.h"
+#include "rocksdb/sst_file_writer.h"
+#include "rocksdb/utilities/stackable_db.h"
+#include "test_util.h"
+
+namespace flintkv {
+namespace {
+
+class AppendOperator : public rocksdb::AssociativeMergeOperator {
+ public:
+  bool Merge(const rocksdb::Slice&, const rocksdb::Slice* existing,
+             const rocksdb::Slice& value, std::string* out,
+             rocksdb::Logger*) const override {
+    out->clear();
+    if (existing) out->assign(existing->data(), existing->size()).append(",");
+    out->append(value.data(), value.size());
+    return true;
+  }
+  const char* Name() const override { return "DropinAppend"; }
+};
+
+// A comparator with 8-byte user-defined timestamps (none is public in 7.8.3).
+class TsComparator : public rocksdb::Comparator {
+ public:
+  TsComparator() : rocksdb::Comparator(8) {}
+  const char* Name() const override { return "DropinTs"; }
+  int Compare(const rocksdb::Slice& a, const rocksdb::Slice& b) const override {
+    return a.compare(b);
+  }
+  void FindShortestSeparator(std::string*,
+                             const rocksdb::Slice&) const override {}
+  void FindShortSuccessor(std::string*) const override {}
+};
+
+std::string Key(int i) {
+  char b[16];
+  std::snprintf(b, sizeof(b), "k%06d", i);
+  return b;
+}
+
+std::string DbDir(const std::string& dir) { return dir + "/db"; }
+std::string PoolDir(const std::string& dir) { return dir + "/pool"; }
+
+rocksdb::Options BaseOptions() {
+  rocksdb::Options o;
+  o.create_if_missing = true;
+  o.merge_operator = std::make_shared<AppendOperator>();
+  o.info_log_level = rocksdb::InfoLogLevel::ERROR_LEVEL;
+  return o;
+}
+
+std::shared_ptr<rocksdb::MemTableRepFactory> Factory(const std::string& dir) {
+  MemTableOptions mo;
+  mo.pool_dir = PoolDir(dir);
+  mo.pool_size = 256ull << 20;
+  std::shared_ptr<rocksdb::MemTableRepFactory> f;
+  rocksdb::Status s = NewMemTableRepFactory(mo, &f);
+  if (!s.ok()) {
+    std::fprintf(stderr, "factory: %s\n", s.ToString().c_str());
+    std::abort();
+  }
+  return f;
+}
+
+rocksdb::Options PlainOptions(const std::string& dir) {
+  rocksdb::Options o = BaseOptions();
+  o.memtable_factory = Factory(dir);
+  return o;
+}
+
+RecoveryOptions Ro(const std::string& dir) {
+  RecoveryOptions ro;
+  ro.pool_dir = PoolDir(dir);
+  ro.pool_size = 256ull << 20;
+  return ro;
+}
+
+rocksdb::DB* OpenWrapper(const std::string& dir,
+                         rocksdb::Options o = BaseOptions()) {
+  std::vector<rocksdb::ColumnFamilyHandle*> h;
+  rocksdb::DB* db = nullptr;
+  rocksdb::Status s = OpenDB(o, DbDir(dir), {{"default", o}}, &h, &db, Ro(dir));
+  if (!s.ok()) {
+    std::fprintf(stderr, "OpenDB: %s\n", s.ToString().c_str());
+    std::abort();
+  }
+  for (auto* cf : h) {
+    if (cf != db->DefaultColumnFamily()) db->DestroyColumnFamilyHandle(cf);
+  }
+  return db;
+}
+
+void Check(const rocksdb::Status& s, const char* what) {
+  if (!s.ok()) {
+    std::fprintf(stderr, "%s: %s\n", what, s.ToString().c_str());
+    std::abort();
+  }
+}
+
+// ---- Child scenarios: write, then die by SIGKILL ----
+
+using Scenario = std::function<void(const std::string& dir)>;
+std::map<std::string, Scenario>& Scenarios() {
+  static std::map<std::string, Scenario> m;
+  return m;
+}
+struct Register {
+  Register(const char* name, Scenario f) { Scenarios()[name] = std::move(f); }
+};
+
+[[noreturn]] void Die() {
+  raise(SIGKILL);
+  std::abort();
+}
+
+// Plain factory, WAL off: n puts, then crash.
+void PlainPuts(const std::string& dir, int n, bool wal) {
+  rocksdb::Options o = PlainOptions(dir);
+  rocksdb::DB* db;
+  Check(rocksdb::DB::Open(o, DbDir(dir), &db), "open");
+  rocksdb::WriteOptions wo;
+  wo.disableWAL = !wal;
+  for (int i = 0; i < n; i++) Check(db->Put(wo, Key(i), "v" + Key(i)), "put");
+  Die();
+}
+
+// A read through the wrapper of a write that RocksDB has published but the
+// wrapper has not yet covered by W (written through the base DB, exactly
+// the window between RocksDB's LastSequence publish and Publish()).
+void ReadAboveW(const std::string& dir, const std::string& how) {
+  rocksdb::DB* db = OpenWrapper(dir);
+  Check(db->Put(rocksdb::WriteOptions(), "a", "1"), "put");
+  auto* base = static_cast<rocksdb::StackableDB*>(db)->GetBaseDB();
+  rocksdb::WriteOptions wo;
+  wo.disableWAL = true;
+  Check(base->Put(wo, "b", "2"), "base put");
+  std::string v;
+  if (how == "get") {
+    Check(db->Get(rocksdb::ReadOptions(), "b", &v), "get");
+  } else if (how == "multiget") {
+    std::vector<std::string> vals;
+    auto st = db->MultiGet(rocksdb::ReadOptions(), {"b"}, &vals);
+    Check(st[0], "multiget");
+    v = vals[0];
+  } else if (how == "iterator") {
+    std::unique_ptr<rocksdb::Iterator> it(
+        db->NewIterator(rocksdb::ReadOptions()));
+    it->Seek("b");
+    if (it->Valid()) v = it->value().ToString();
+  } else if (how == "snapshot") {
+    const rocksdb::Snapshot* snap = db->GetSnapshot();
+    rocksdb::ReadOptions ro;
+    ro.snapshot = snap;
+    Check(db->Get(ro, "b", &v), "snapshot get");
+  }
+  if (v != "2") std::abort();  // the read saw the write: it must survive
+  Die();
+}
+
+Register r1("read_get", [](const std::string& d) { ReadAboveW(d, "get"); });
+Register r2("read_multiget",
+            [](const std::string& d) { ReadAboveW(d, "multiget"); });
+Register r3("read_iterator",
+            [](const std::string& d) { ReadAboveW(d, "iterator"); });
+Register r4("read_snapshot",
+            [](const std::string& d) { ReadAboveW(d, "snapshot"); });
+Register r5("wrapper_empty", [](const std::string& d) {
+  rocksdb::DB* db = OpenWrapper(d);
+  Check(db->Put(rocksdb::WriteOptions(), "w", "1"), "put");
+  Check(db->Flush(rocksdb::FlushOptions()), "flush");  // memtables empty
+  Die();
+});
+Register r6("plain_puts",
+            [](const std::string& d) { PlainPuts(d, 500, false); });
+Register r7("plain_merges_wal", [](const std::string& d) {
+  rocksdb::DB* db;
+  Check(rocksdb::DB::Open(PlainOptions(d), DbDir(d), &db), "open");
+  for (int op = 0; op < 3; op++) {
+    for (int i = 0; i < 50; i++) {
+      Check(db->Merge(rocksdb::WriteOptions(), Key(i), std::to_string(op)),
+            "merge");
+    }
+  }
+  Die();
+});
+Register r8("plain_merges", [](const std::string& d) {
+  rocksdb::DB* db;
+  Check(rocksdb::DB::Open(PlainOptions(d), DbDir(d), &db), "open");
+  rocksdb::WriteOptions wo;
+  wo.disableWAL = true;
+  for (int op = 0; op < 3; op++) {
+    for (int i = 0; i < 50; i++) {
+      Check(db->Merge(wo, Key(i), std::to_string(op)), "merge");
+    }
+  }
+  Die();
+});
+Register r9("recover_crash", [](const std::string& d) {
+  // FLINTKV_CRASH_POINT (set by the parent) kills this recovery midway.
+  rocksdb::Options o = BaseOptions();
+  RecoverDB(o, DbDir(d), {}, Ro(d), nullptr);
+  std::abort();  // the crash point must have fired
+});
+Register r10("ingest", [](const std::string& d) {
+  rocksdb::Options o = PlainOptions(d);
+  rocksdb::DB* db;
+  Check(rocksdb::DB::Open(o, DbDir(d), &db), "open");
+  rocksdb::WriteOptions wo;
+  wo.disableWAL = true;
+  Check(db->Put(wo, "m1", "sst"), "put");
+  Check(db->Flush(rocksdb::FlushOptions()), "flush");
+  for (int i = 0; i < 100; i++) Check(db->Put(wo, Key(i), "v"), "put");
+  // Overlaps the L0 file, not the memtable: ingested into L0 with a global
+  // sequence number above half of the memtable's entries, no flush.
+  rocksdb::SstFileWriter w(rocksdb::EnvOptions(), o);
+  std::string sst = d + "/ext.sst";
+  Check(w.Open(sst), "sst open");
+  Check(w.Put("m0", "ext"), "sst put");
+  Check(w.Put("m2", "ext"), "sst put");
+  Check(w.Finish(), "sst finish");
+  Check(db->IngestExternalFile({sst}, rocksdb::IngestExternalFileOptions()),
+        "ingest");
+  for (int i = 100; i < 200; i++) Check(db->Put(wo, Key(i), "v"), "put");
+  Die();
+});
+Register r11("entity", [](const std::string& d) {
+  rocksdb::DB* db;
+  Check(rocksdb::DB::Open(PlainOptions(d), DbDir(d), &db), "open");
+  rocksdb::WriteOptions wo;
+  wo.disableWAL = true;
+  rocksdb::WideColumns cols{{"c1", "v1"}, {"c2", "v2"}};
+  Check(db->PutEntity(wo, db->DefaultColumnFamily(), "e", cols), "entity");
+  Die();
+});
+
+// Re-executed child: runs the scenario before gtest's main.
+const int kChild = [] {
+  const char* name = std::getenv("FLINTKV_DROPIN_CHILD");
+  if (name) {
+    auto it = Scenarios().find(name);
+    if (it == Scenarios().end()) std::abort();
+    it->second(std::getenv("FLINTKV_DROPIN_DIR"));
+    std::exit(0);
+  }
+  return 0;
+}();
+
+// Runs scenario `name` in a child and expects it to die by SIGKILL.
+void RunChild(const std::string& name, const std::string& dir,
+              const std::string& crash_point = "") {
+  pid_t pid = fork();
+  ASSERT_GE(pid, 0);
+  if (pid == 0) {
+    setenv("FLINTKV_DROPIN_CHILD", name.c_str(), 1);
+    setenv("FLINTKV_DROPIN_DIR", dir.c_str(), 1);
+    if (!crash_point.empty()) {
+      setenv("FLINTKV_CRASH_POINT", crash_point.c_str(), 1);
+    }
+    execl("/proc/self/exe", "rocksdb_dropin_test", static_cast<char*>(nullptr));
+    _exit(127);
+  }
+  int status = 0;
+  ASSERT_EQ(waitpid(pid, &status, 0), pid);
+  ASSERT_TRUE(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL)
+      << name << ": child did not reach its crash (status " << status << ")";
+}
+
+class DropinTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (FLINTKV_TEST_TSAN)
+      GTEST_SKIP() << "librocksdb is not TSAN-instrumented";
+    const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
+    dir_ = test::TestDir() + "/flintkv_dropin_" + info->name() + "." +
+           std::to_string(getpid());
+    std::system(("rm -rf " + dir_).c_str());
+  }
+  void TearDown() override { std::system(("rm -rf " + dir_).c_str()); }
+
+  // Offline recovery with stock-like options, then an open without the
+  // plugin (what stock ldb / db_bench would see).
+  rocksdb::DB* RecoverAndOpen(rocksdb::Options o = BaseOptions()) {
+    RecoveryReport rep;
+    rocksdb::Status s = RecoverDB(o, DbDir(dir_), {}, Ro(dir_), &rep);
+    EXPECT_TRUE(s.ok()) << s.ToString();
+    rocksdb::DB* db = nullptr;
+    s = rocksdb::DB::Open(BaseOptions(), DbDir(dir_), &db);
+    EXPECT_TRUE(s.ok()) << s.ToString();
+    return db;
+  }
+  std::string Get(rocksdb::DB* db, const std::string& k) {
+    std::string v;
+    rocksdb::Status s = db->Get(rocksdb::ReadOptions(), k, &v);
+    return s.ok() ? v : "<" + s.ToString() + ">";
+  }
+
+  std::string dir_;
+};
+
+// 8a: a read through OpenDB's wrapper never returns what recovery drops.
+TEST_F(DropinTest, WrapperReadsSurviveCrash) {
+  for (const char* how :
+       {"read_get", "read_multiget", "read_iterator", "read_snapshot"}) {
+    SCOPED_TRACE(how);
+    std::system(("rm -rf " + dir_).c_str());
+    ASSERT_NO_FATAL_FAILURE(RunChild(how, dir_));
+    rocksdb::DB* db = OpenWrapper(dir_);
+    EXPECT_EQ(Get(db, "a"), "1");
+    EXPECT_EQ(Get(db, "b"), "2") << "a read returned it before the crash";
+    delete db;
+  }
+}
+
+// 8b: a wrapper that crashed with empty memtables leaves no watermark that
+// filters a later plain-factory run.
+TEST_F(DropinTest, StaleWatermarkDoesNotDropPlainWrites) {
+  ASSERT_NO_FATAL_FAILURE(RunChild("wrapper_empty", dir_));
+  ASSERT_NO_FATAL_FAILURE(RunChild("plain_puts", dir_));
+  rocksdb::DB* db = RecoverAndOpen();
+  ASSERT_NE(db, nullptr);
+  for (int i = 0; i < 500; i++) ASSERT_EQ(Get(db, Key(i)), "v" + Key(i)) << i;
+  EXPECT_EQ(Get(db, "w"), "1");
+  delete db;
+}
+
+// 8c, 8g, section 2 (MemPurge): options that would bypass persistence are
+// refused at DB::Open with a message naming the option.
+TEST_F(DropinTest, UnsupportedOptionsRefusedAtOpen) {
+  struct Case {
+    const char* option;
+    std::function<void(rocksdb::Options*)> set;
+  };
+  std::vector<Case> cases = {
+      {"inplace_update_support",
+       [](rocksdb::Options* o) { o->inplace_update_support = true; }},
+      {"inplace_callback",
+       [](rocksdb::Options* o) {
+         o->inplace_callback = [](char*, uint32_t*, rocksdb::Slice,
+                                  std::string*) {
+           return rocksdb::UpdateStatus::UPDATE_FAILED;
+         };
+       }},
+      {"unordered_write",
+       [](rocksdb::Options* o) { o->unordered_write = true; }},
+      {"experimental_mempurge_threshold",
+       [](rocksdb::Options* o) { o->experimental_mempurge_threshold = 1.0; }},
+      {"avoid_flush_during_shutdown",
+       [](rocksdb::Options* o) { o->avoid_flush_during_shutdown = true; }},
+      {"timestamps", [](rocksdb::Options* o) {
+         static TsComparator ts;
+         o->comparator = &ts;
+       }}};
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.option);
+    rocksdb::Options o = PlainOptions(dir_);
+    c.set(&o);
+    rocksdb::DB* db = nullptr;
+    rocksdb::Status s = rocksdb::DB::Open(o, DbDir(dir_), &db);
+    ASSERT_FALSE(s.ok());
+    EXPECT_NE(s.ToString().find(c.option), std::string::npos) << s.ToString();
+  }
+  // OpenDB refuses what its watermark cannot bound, by name.
+  for (const char* opt : {"two_write_queues", "unordered_write"}) {
+    rocksdb::Options o = BaseOptions();
+    (std::strcmp(opt, "two_write_queues") == 0 ? o.two_write_queues
+                                               : o.unordered_write) = true;
+    std::vector<rocksdb::ColumnFamilyHandle*> h;
+    rocksdb::DB* db = nullptr;
+    rocksdb::Status s =
+        OpenDB(o, DbDir(dir_), {{"default", o}}, &h, &db, Ro(dir_));
+    ASSERT_FALSE(s.ok()) << opt;
+    EXPECT_NE(s.ToString().find(opt), std::string::npos) << s.ToString();
+  }
+}
+
+// avoid_flush_during_shutdown is a promise OpenDB keeps: the unflushed
+// memtable stays in the pool and the next OpenDB brings it back.
+TEST_F(DropinTest, WrapperKeepsUnflushedMemtablesAcrossClose) {
+  rocksdb::Options o = BaseOptions();
+  o.avoid_flush_during_shutdown = true;
+  rocksdb::DB* db = OpenWrapper(dir_, o);
+  ASSERT_TRUE(db->Put(rocksdb::WriteOptions(), "x", "1").ok());
+  ASSERT_TRUE(db->Merge(rocksdb::WriteOptions(), "m", "a").ok());
+  delete db;
+  db = OpenWrapper(dir_, o);
+  EXPECT_EQ(Get(db, "x"), "1");
+  ASSERT_TRUE(db->Merge(rocksdb::WriteOptions(), "m", "b").ok());
+  delete db;
+  db = OpenWrapper(dir_, o);
+  EXPECT_EQ(Get(db, "m"), "a,b");
+  delete db;
+}
+
+// 8f: RocksDB's defaults (WAL on): Close and reopen work, in a loop, with
+// no lists leaking into the pool; a second factory object works too.
+TEST_F(DropinTest, WalOnReopensWithoutLeaks) {
+  for (int round = 0; round < 40; round++) {
+    rocksdb::DB* db = nullptr;
+    // A new factory object every round (options re-parsed, as a user would).
+    rocksdb::Status s = rocksdb::DB::Open(PlainOptions(dir_), DbDir(dir_), &db);
+    ASSERT_TRUE(s.ok()) << "round " << round << ": " << s.ToString();
+    ASSERT_TRUE(db->Put(rocksdb::WriteOptions(), Key(round), "v").ok());
+    for (int i = 0; i <= round; i++) ASSERT_EQ(Get(db, Key(i)), "v") << i;
+    delete db;
+  }
+  PoolSummary ps;
+  ASSERT_TRUE(InspectPool(PoolDir(dir_), &ps).ok());
+  EXPECT_LE(ps.lists.size(), 1u) << "lists leak across open/close";
+}
+
+// 8f, 8g: a crash with WAL-logged writes; RocksDB replays its WAL and the
+// pool holds the same entries: every Merge operand is applied once, with
+// and without avoid_flush_during_recovery.
+TEST_F(DropinTest, WalOnCrashMergesAppliedOnce) {
+  for (bool avoid : {false, true}) {
+    SCOPED_TRACE(avoid ? "avoid_flush_during_recovery" : "flush on recovery");
+    std::system(("rm -rf " + dir_).c_str());
+    ASSERT_NO_FATAL_FAILURE(RunChild("plain_merges_wal", dir_));
+    rocksdb::Options o = BaseOptions();
+    o.avoid_flush_during_recovery = avoid;
+    rocksdb::DB* db = RecoverAndOpen(o);
+    ASSERT_NE(db, nullptr);
+    for (int i = 0; i < 50; i++) ASSERT_EQ(Get(db, Key(i)), "0,1,2") << i;
+    delete db;
+  }
+}
+
+// 8j: a tool without the plugin writes after a WAL-less crash (reusing the
+// lost sequence numbers); recovery must not take the pool's memtable for
+// already flushed.
+TEST_F(DropinTest, ForeignWriterDoesNotFoolRecovery) {
+  ASSERT_NO_FATAL_FAILURE(RunChild("plain_puts", dir_));
+  {
+    rocksdb::DB* db = nullptr;  // like stock ldb: default memtable, WAL on
+    ASSERT_TRUE(rocksdb::DB::Open(BaseOptions(), DbDir(dir_), &db).ok());
+    ASSERT_TRUE(db->Put(rocksdb::WriteOptions(), "foreign", "x").ok());
+    ASSERT_TRUE(db->Flush(rocksdb::FlushOptions()).ok());
+    delete db;
+  }
+  rocksdb::DB* db = RecoverAndOpen();
+  ASSERT_NE(db, nullptr);
+  for (int i = 0; i < 500; i++) ASSERT_EQ(Get(db, Key(i)), "v" + Key(i)) << i;
+  EXPECT_EQ(Get(db, "foreign"), "x");
+  delete db;
+}
+
+// Section 2: an ingested file's global sequence number does not fool
+// recovery into dropping the memtable.
+TEST_F(DropinTest, IngestExternalFileThenCrash) {
+  ASSERT_NO_FATAL_FAILURE(RunChild("ingest", dir_));
+  rocksdb::DB* db = RecoverAndOpen();
+  ASSERT_NE(db, nullptr);
+  for (int i = 0; i < 200; i++) ASSERT_EQ(Get(db, Key(i)), "v") << i;
+  EXPECT_EQ(Get(db, "m0"), "ext");
+  EXPECT_EQ(Get(db, "m1"), "sst");
+  delete db;
+}
+
+// Section 2: Merge operands are applied once even when a recovery is
+// itself interrupted, after its copies reached SST files or before.
+TEST_F(DropinTest, InterruptedRecoveryAppliesMergesOnce) {
+  for (const char* point : {"recovery_after_flush", "recovery_after_list"}) {
+    SCOPED_TRACE(point);
+    std::system(("rm -rf " + dir_).c_str());
+    ASSERT_NO_FATAL_FAILURE(RunChild("plain_merges", dir_));
+    ASSERT_NO_FATAL_FAILURE(RunChild("recover_crash", dir_, point));
+    rocksdb::DB* db = RecoverAndOpen();
+    ASSERT_NE(db, nullptr);
+    for (int i = 0; i < 50; i++) ASSERT_EQ(Get(db, Key(i)), "0,1,2") << i;
+    delete db;
+  }
+}
+
+// Section 2: PutEntity through the plain factory is recovered.
+TEST_F(DropinTest, WideColumnEntityRecovered) {
+  ASSERT_NO_FATAL_FAILURE(RunChild("entity", dir_));
+  rocksdb::DB* db = RecoverAndOpen();
+  ASSERT_NE(db, nullptr);
+  {
+    rocksdb::PinnableWideColumns cols;  // pins DB memory: released first
+    ASSERT_TRUE(db->GetEntity(rocksdb::ReadOptions(), db->DefaultColumnFamily(),
+                              "e", &cols)
+                    .ok());
+    ASSERT_EQ(cols.columns().size(), 2u);
+    EXPECT_EQ(cols.columns()[0].name(), "c1");
+    EXPECT_EQ(cols.columns()[1].value(), "v2");
+  }
+  delete db;
+}
+
+}  // namespace
+}  // namespace flintkv
