@@ -2,7 +2,11 @@
 
 #include <atomic>
 #include <functional>
+#include <map>
+#include <mutex>
+#include <set>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "memtable/rocksdb/watermark.h"
@@ -24,6 +28,87 @@ WriteOptions PoolLogged(const WriteOptions& wo) {
   o.sync = false;
   return o;
 }
+
+// Lets any number of reads and writes in at once, or one DeleteRange alone
+// (a big-reader lock: a per-shard count, so ordinary operations do not
+// share one contended line). Dekker-style: an operation announces itself
+// and then checks `closed_`; a DeleteRange sets `closed_` and then waits
+// for the counts to drain; seq_cst on both sides orders the store before
+// the load.
+class Gate {
+ public:
+  int Enter() {
+    static std::atomic<int> next{0};
+    thread_local int shard = next.fetch_add(1) % kShards;
+    while (true) {
+      shards_[shard].n.fetch_add(1, std::memory_order_seq_cst);
+      if (!closed_.load(std::memory_order_seq_cst)) return shard;
+      shards_[shard].n.fetch_sub(1, std::memory_order_release);
+      while (closed_.load(std::memory_order_acquire)) std::this_thread::yield();
+    }
+  }
+  void Exit(int shard) {
+    shards_[shard].n.fetch_sub(1, std::memory_order_release);
+  }
+  void Close() {
+    exclusive_.lock();
+    closed_.store(true, std::memory_order_seq_cst);
+    for (Shard& s : shards_) {
+      while (s.n.load(std::memory_order_seq_cst) != 0)
+        std::this_thread::yield();
+    }
+  }
+  void Open() {
+    closed_.store(false, std::memory_order_release);
+    exclusive_.unlock();
+  }
+
+ private:
+  static constexpr int kShards = 16;
+  struct alignas(64) Shard {
+    std::atomic<int> n{0};
+  };
+  Shard shards_[kShards];
+  std::atomic<bool> closed_{false};
+  std::mutex exclusive_;
+};
+
+// Column families a WriteBatch touches.
+class CfCollector : public rocksdb::WriteBatch::Handler {
+ public:
+  std::set<uint32_t> ids;
+  rocksdb::Status PutCF(uint32_t cf, const Slice&, const Slice&) override {
+    return Add(cf);
+  }
+  rocksdb::Status DeleteCF(uint32_t cf, const Slice&) override {
+    return Add(cf);
+  }
+  rocksdb::Status SingleDeleteCF(uint32_t cf, const Slice&) override {
+    return Add(cf);
+  }
+  rocksdb::Status DeleteRangeCF(uint32_t cf, const Slice&,
+                                const Slice&) override {
+    return Add(cf);
+  }
+  rocksdb::Status MergeCF(uint32_t cf, const Slice&, const Slice&) override {
+    return Add(cf);
+  }
+  rocksdb::Status PutEntityCF(uint32_t cf, const Slice&,
+                              const Slice&) override {
+    return Add(cf);
+  }
+  rocksdb::Status PutBlobIndexCF(uint32_t cf, const Slice&,
+                                 const Slice&) override {
+    return Add(cf);
+  }
+  void LogData(const Slice&) override {}
+
+ private:
+  rocksdb::Status Add(uint32_t cf) {
+    ids.insert(cf);
+    return rocksdb::Status::OK();
+  }
+};
 
 // Forwards to the DB's iterator. A tailing iterator can move onto data
 // newer than its creation, so W is published after every move (P10 for
@@ -75,8 +160,15 @@ class PublishingIterator : public rocksdb::Iterator {
 
 class FlintDB : public rocksdb::StackableDB {
  public:
-  FlintDB(rocksdb::DB* db, std::shared_ptr<rocks::PoolHandle> pool)
-      : rocksdb::StackableDB(db), pool_(std::move(pool)), wm_(pool_->pool()) {}
+  FlintDB(rocksdb::DB* db, std::shared_ptr<rocks::PoolHandle> pool,
+          std::shared_ptr<rocksdb::MemTableRepFactory> factory,
+          const std::vector<ColumnFamilyHandle*>& handles)
+      : rocksdb::StackableDB(db),
+        pool_(std::move(pool)),
+        factory_(std::move(factory)),
+        wm_(pool_->pool()) {
+    for (ColumnFamilyHandle* h : handles) cfs_[h->GetID()] = h;
+  }
   ~FlintDB() override { Close(); }
 
   rocksdb::Status Close() override {
@@ -90,54 +182,99 @@ class FlintDB : public rocksdb::StackableDB {
     return s;
   }
 
+  // ---- Column families: every one gets the flintkv memtable ----
+  rocksdb::Status CreateColumnFamily(const rocksdb::ColumnFamilyOptions& o,
+                                     const std::string& name,
+                                     ColumnFamilyHandle** h) override {
+    rocksdb::Status s = db_->CreateColumnFamily(Durable(o), name, h);
+    if (s.ok()) Track(*h);
+    return s;
+  }
+  rocksdb::Status CreateColumnFamilies(
+      const rocksdb::ColumnFamilyOptions& o,
+      const std::vector<std::string>& names,
+      std::vector<ColumnFamilyHandle*>* hs) override {
+    rocksdb::Status s = db_->CreateColumnFamilies(Durable(o), names, hs);
+    for (ColumnFamilyHandle* h : *hs) Track(h);
+    return s;
+  }
+  rocksdb::Status CreateColumnFamilies(
+      const std::vector<rocksdb::ColumnFamilyDescriptor>& descs,
+      std::vector<ColumnFamilyHandle*>* hs) override {
+    std::vector<rocksdb::ColumnFamilyDescriptor> d(descs);
+    for (auto& cf : d) cf.options = Durable(cf.options);
+    rocksdb::Status s = db_->CreateColumnFamilies(d, hs);
+    for (ColumnFamilyHandle* h : *hs) Track(h);
+    return s;
+  }
+  rocksdb::Status DestroyColumnFamilyHandle(ColumnFamilyHandle* h) override {
+    {
+      std::lock_guard<std::mutex> g(cfs_mu_);
+      auto it = cfs_.find(h->GetID());
+      if (it != cfs_.end() && it->second == h) cfs_.erase(it);
+    }
+    return db_->DestroyColumnFamilyHandle(h);
+  }
+
   // ---- Writes ----
   using rocksdb::StackableDB::Put;
   rocksdb::Status Put(const WriteOptions& wo, ColumnFamilyHandle* cf,
                       const Slice& k, const Slice& v) override {
+    Pass p(this);
     return Published(db_->Put(PoolLogged(wo), cf, k, v));
   }
   using rocksdb::StackableDB::Delete;
   rocksdb::Status Delete(const WriteOptions& wo, ColumnFamilyHandle* cf,
                          const Slice& k) override {
+    Pass p(this);
     return Published(db_->Delete(PoolLogged(wo), cf, k));
   }
   using rocksdb::StackableDB::SingleDelete;
   rocksdb::Status SingleDelete(const WriteOptions& wo, ColumnFamilyHandle* cf,
                                const Slice& k) override {
+    Pass p(this);
     return Published(db_->SingleDelete(PoolLogged(wo), cf, k));
   }
   using rocksdb::StackableDB::Merge;
   rocksdb::Status Merge(const WriteOptions& wo, ColumnFamilyHandle* cf,
                         const Slice& k, const Slice& v) override {
+    Pass p(this);
     return Published(db_->Merge(PoolLogged(wo), cf, k, v));
   }
   using rocksdb::StackableDB::PutEntity;
   rocksdb::Status PutEntity(const WriteOptions& wo, ColumnFamilyHandle* cf,
                             const Slice& k,
                             const rocksdb::WideColumns& columns) override {
+    Pass p(this);
     return Published(db_->PutEntity(PoolLogged(wo), cf, k, columns));
   }
   rocksdb::Status Write(const WriteOptions& wo,
                         rocksdb::WriteBatch* b) override {
-    if (b->HasDeleteRange()) return NoRangeDeletes();
+    if (b->HasDeleteRange()) return RangeDeleteWrite(wo, b);
+    Pass p(this);
     return Published(db_->Write(PoolLogged(wo), b));
   }
   using rocksdb::StackableDB::DeleteRange;
-  rocksdb::Status DeleteRange(const WriteOptions&, ColumnFamilyHandle*,
-                              const Slice&, const Slice&) override {
-    return NoRangeDeletes();
+  rocksdb::Status DeleteRange(const WriteOptions& wo, ColumnFamilyHandle* cf,
+                              const Slice& begin, const Slice& end) override {
+    rocksdb::WriteBatch b;
+    rocksdb::Status s = b.DeleteRange(cf, begin, end);
+    Track(cf);
+    return s.ok() ? RangeDeleteWrite(wo, &b) : s;
   }
 
   // ---- Reads: publish what was read before returning it ----
   using rocksdb::StackableDB::Get;
   rocksdb::Status Get(const ReadOptions& ro, ColumnFamilyHandle* cf,
                       const Slice& k, rocksdb::PinnableSlice* v) override {
+    Pass p(this);
     return Published(db_->Get(ro, cf, k, v), true);
   }
   using rocksdb::StackableDB::GetEntity;
   rocksdb::Status GetEntity(const ReadOptions& ro, ColumnFamilyHandle* cf,
                             const Slice& k,
                             rocksdb::PinnableWideColumns* c) override {
+    Pass p(this);
     return Published(db_->GetEntity(ro, cf, k, c), true);
   }
   using rocksdb::StackableDB::GetMergeOperands;
@@ -146,6 +283,7 @@ class FlintDB : public rocksdb::StackableDB {
                                    rocksdb::PinnableSlice* s,
                                    rocksdb::GetMergeOperandsOptions* o,
                                    int* n) override {
+    Pass p(this);
     return Published(db_->GetMergeOperands(ro, cf, k, s, o, n), true);
   }
   using rocksdb::StackableDB::MultiGet;
@@ -153,6 +291,7 @@ class FlintDB : public rocksdb::StackableDB {
       const ReadOptions& ro, const std::vector<ColumnFamilyHandle*>& cfs,
       const std::vector<Slice>& keys,
       std::vector<std::string>* values) override {
+    Pass p(this);
     auto s = db_->MultiGet(ro, cfs, keys, values);
     Publish();
     return s;
@@ -160,18 +299,21 @@ class FlintDB : public rocksdb::StackableDB {
   void MultiGet(const ReadOptions& ro, ColumnFamilyHandle* cf, size_t n,
                 const Slice* keys, rocksdb::PinnableSlice* values,
                 rocksdb::Status* statuses, bool sorted) override {
+    Pass p(this);
     db_->MultiGet(ro, cf, n, keys, values, statuses, sorted);
     Publish();
   }
   void MultiGet(const ReadOptions& ro, size_t n, ColumnFamilyHandle** cfs,
                 const Slice* keys, rocksdb::PinnableSlice* values,
                 rocksdb::Status* statuses, bool sorted) override {
+    Pass p(this);
     db_->MultiGet(ro, n, cfs, keys, values, statuses, sorted);
     Publish();
   }
   using rocksdb::StackableDB::KeyMayExist;
   bool KeyMayExist(const ReadOptions& ro, ColumnFamilyHandle* cf,
                    const Slice& k, std::string* v, bool* found) override {
+    Pass p(this);
     bool r = db_->KeyMayExist(ro, cf, k, v, found);
     Publish();
     return r;
@@ -179,11 +321,13 @@ class FlintDB : public rocksdb::StackableDB {
   using rocksdb::StackableDB::NewIterator;
   rocksdb::Iterator* NewIterator(const ReadOptions& ro,
                                  ColumnFamilyHandle* cf) override {
+    Pass p(this);
     return Wrap(db_->NewIterator(ro, cf), ro.tailing);
   }
   rocksdb::Status NewIterators(const ReadOptions& ro,
                                const std::vector<ColumnFamilyHandle*>& cfs,
                                std::vector<rocksdb::Iterator*>* its) override {
+    Pass p(this);
     rocksdb::Status s = db_->NewIterators(ro, cfs, its);
     if (s.ok()) {
       for (auto*& it : *its) it = Wrap(it, ro.tailing);
@@ -191,17 +335,81 @@ class FlintDB : public rocksdb::StackableDB {
     return s;
   }
   const rocksdb::Snapshot* GetSnapshot() override {
+    Pass p(this);
     const rocksdb::Snapshot* snap = db_->GetSnapshot();
     Publish();  // a read at the snapshot sees nothing above W
     return snap;
   }
 
  private:
-  static rocksdb::Status NoRangeDeletes() {
-    return rocksdb::Status::NotSupported(
-        "flintkv: DeleteRange is not crash-durable with the flintkv memtable "
-        "(RocksDB keeps range tombstones in DRAM)");
+  // An ordinary operation's pass through the gate.
+  class Pass {
+   public:
+    explicit Pass(FlintDB* db) : db_(db), shard_(db->gate_.Enter()) {}
+    ~Pass() { db_->gate_.Exit(shard_); }
+
+   private:
+    FlintDB* db_;
+    int shard_;
+  };
+
+  rocksdb::ColumnFamilyOptions Durable(rocksdb::ColumnFamilyOptions o) {
+    o.memtable_factory = factory_;
+    return o;
   }
+  void Track(ColumnFamilyHandle* h) {
+    std::lock_guard<std::mutex> g(cfs_mu_);
+    cfs_.emplace(h->GetID(), h);
+  }
+
+  // RocksDB keeps range tombstones in its own DRAM table, never in the
+  // memtable rep, so the pool cannot hold them. A write with a DeleteRange
+  // therefore runs alone (no read or write in between can observe it) and
+  // does not return until a flush has put it, and everything before it, in
+  // SST files. A crash before that leaves its point entries above W
+  // (dropped) and its tombstone nowhere: the write never happened. Across
+  // column families only an atomic flush keeps the batch whole.
+  rocksdb::Status RangeDeleteWrite(const WriteOptions& wo,
+                                   rocksdb::WriteBatch* b) {
+    CfCollector cfs;
+    rocksdb::Status s = b->Iterate(&cfs);
+    if (!s.ok()) return s;
+    std::vector<ColumnFamilyHandle*> handles;
+    {
+      std::lock_guard<std::mutex> g(cfs_mu_);
+      for (uint32_t id : cfs.ids) {
+        auto it = cfs_.find(id);
+        if (it == cfs_.end() && id == 0) {
+          handles.push_back(db_->DefaultColumnFamily());  // never destroyed
+          continue;
+        }
+        if (it == cfs_.end()) {
+          return rocksdb::Status::NotSupported(
+              "flintkv: DeleteRange in column family id " + std::to_string(id) +
+              ": the wrapper has no handle for it (open it through "
+              "flintkv::OpenDB or CreateColumnFamily on the wrapper)");
+        }
+        handles.push_back(it->second);
+      }
+    }
+    if (handles.size() > 1 && !db_->GetDBOptions().atomic_flush) {
+      return rocksdb::Status::NotSupported(
+          "flintkv: a WriteBatch with DeleteRange that spans several column "
+          "families needs option atomic_flush=true to stay all-or-nothing");
+    }
+    gate_.Close();
+    s = db_->Write(PoolLogged(wo), b);
+    if (s.ok()) {
+      rocksdb::FlushOptions fo;
+      fo.wait = true;
+      fo.allow_write_stall = true;
+      s = db_->Flush(fo, handles);
+    }
+    if (s.ok()) Publish();
+    gate_.Open();
+    return s;
+  }
+
   // P10. Writes: once Write has returned, every write group up to
   // LastSequence is completely in the memtables (RocksDB publishes
   // LastSequence after the whole group's inserts) and FlintKV made each
@@ -229,19 +437,28 @@ class FlintDB : public rocksdb::StackableDB {
     // Creating the iterator fixed the sequence it reads at (a tailing one:
     // its first view): publish now.
     Publish();
-    return new PublishingIterator(it, tailing, [this] { Publish(); });
+    return new PublishingIterator(it, tailing, [this] {
+      Pass p(this);
+      Publish();
+    });
   }
 
   std::shared_ptr<rocks::PoolHandle> pool_;
+  std::shared_ptr<rocksdb::MemTableRepFactory> factory_;
   Watermark wm_;
   std::atomic<uint64_t> durable_{0};
+  Gate gate_;
+  std::mutex cfs_mu_;
+  std::map<uint32_t, ColumnFamilyHandle*> cfs_;
   bool closed_ = false;
 };
 
 }  // namespace
 
-rocksdb::DB* NewFlintDB(rocksdb::DB* db, std::shared_ptr<rocks::PoolHandle> h) {
-  return new FlintDB(db, std::move(h));
+rocksdb::DB* NewFlintDB(rocksdb::DB* db, std::shared_ptr<rocks::PoolHandle> h,
+                        std::shared_ptr<rocksdb::MemTableRepFactory> factory,
+                        const std::vector<rocksdb::ColumnFamilyHandle*>& cfs) {
+  return new FlintDB(db, std::move(h), std::move(factory), cfs);
 }
 
 }  // namespace flintkv

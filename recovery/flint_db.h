@@ -13,17 +13,25 @@
 // LastSequence read *after* the read, before returning: what the read saw
 // is <= W and survives any crash (durable linearizability covers reads).
 // Tailing iterators publish after every positioning call.
+// DeleteRange: RocksDB keeps range tombstones outside the memtable rep, so
+// a write with a DeleteRange runs alone and returns only once a flush has
+// put it in SST files (see RangeDeleteWrite).
 // Thread safety: as rocksdb::DB.
 #pragma once
 
 #include <memory>
+#include <vector>
 
 #include "memtable/rocksdb/pool_handle.h"
 #include "rocksdb/db.h"
 
 namespace flintkv {
 
-// Takes ownership of db.
-rocksdb::DB* NewFlintDB(rocksdb::DB* db, std::shared_ptr<rocks::PoolHandle> h);
+// Takes ownership of db. factory: the flintkv factory every column family
+// uses (CreateColumnFamily on the wrapper sets it too); cfs: the handles
+// OpenDB returned (DeleteRange in a WriteBatch flushes by handle).
+rocksdb::DB* NewFlintDB(rocksdb::DB* db, std::shared_ptr<rocks::PoolHandle> h,
+                        std::shared_ptr<rocksdb::MemTableRepFactory> factory,
+                        const std::vector<rocksdb::ColumnFamilyHandle*>& cfs);
 
 }  // namespace flintkv

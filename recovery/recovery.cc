@@ -440,7 +440,7 @@ rocksdb::Status OpenDB(const rocksdb::DBOptions& db_options,
   Watermark wm(h->pool());
   wm.SetPublished(db->GetLatestSequenceNumber());
   wm.Enable();
-  *dbptr = NewFlintDB(db, h);
+  *dbptr = NewFlintDB(db, h, factory, *handles);
   return rocksdb::Status::OK();
 }
 

@@ -256,6 +256,28 @@ Register r11("entity", [](const std::string& d) {
   Die();
 });
 
+Register r12("wrapper_delete_range", [](const std::string& d) {
+  rocksdb::DB* db = OpenWrapper(d);
+  rocksdb::WriteOptions wo;
+  for (int i = 0; i < 100; i++) Check(db->Put(wo, Key(i), "v"), "put");
+  Check(db->DeleteRange(wo, db->DefaultColumnFamily(), Key(10), Key(20)),
+        "delete range");
+  rocksdb::WriteBatch b;
+  Check(b.Put(Key(5), "b"), "batch put");
+  Check(b.DeleteRange(Key(30), Key(40)), "batch range");
+  Check(b.Merge(Key(50), "m"), "batch merge");
+  Check(db->Write(wo, &b), "write");
+  for (int i = 100; i < 110; i++) Check(db->Put(wo, Key(i), "v"), "put");
+  Die();
+});
+Register r13("wrapper_new_cf", [](const std::string& d) {
+  rocksdb::DB* db = OpenWrapper(d);
+  rocksdb::ColumnFamilyHandle* cf;
+  Check(db->CreateColumnFamily(BaseOptions(), "x", &cf), "create cf");
+  Check(db->Put(rocksdb::WriteOptions(), cf, "k", "in-x"), "put");
+  Die();
+});
+
 // Re-executed child: runs the scenario before gtest's main.
 const int kChild = [] {
   const char* name = std::getenv("FLINTKV_DROPIN_CHILD");
@@ -508,6 +530,59 @@ TEST_F(DropinTest, WideColumnEntityRecovered) {
     EXPECT_EQ(cols.columns()[0].name(), "c1");
     EXPECT_EQ(cols.columns()[1].value(), "v2");
   }
+  delete db;
+}
+
+}  // namespace
+}  // namespace flintkv
+
+namespace flintkv {
+namespace {
+
+// Section 2: DeleteRange through OpenDB is crash-durable, alone and inside
+// a WriteBatch.
+TEST_F(DropinTest, WrapperDeleteRangeSurvivesCrash) {
+  ASSERT_NO_FATAL_FAILURE(RunChild("wrapper_delete_range", dir_));
+  rocksdb::DB* db = OpenWrapper(dir_);
+  for (int i = 0; i < 110; i++) {
+    std::string want = "v";
+    if ((i >= 10 && i < 20) || (i >= 30 && i < 40)) want = "<NotFound: >";
+    if (i == 5) want = "b";
+    if (i == 50) want = "v,m";
+    EXPECT_EQ(Get(db, Key(i)), want) << i;
+  }
+  delete db;
+}
+
+// A batch whose DeleteRange spans column families needs atomic_flush.
+TEST_F(DropinTest, WrapperCrossCfRangeDeleteNeedsAtomicFlush) {
+  rocksdb::DB* db = OpenWrapper(dir_);
+  rocksdb::ColumnFamilyHandle* cf;
+  ASSERT_TRUE(db->CreateColumnFamily(BaseOptions(), "x", &cf).ok());
+  rocksdb::WriteBatch b;
+  ASSERT_TRUE(b.DeleteRange("a", "b").ok());
+  ASSERT_TRUE(b.Put(cf, "k", "v").ok());
+  rocksdb::Status s = db->Write(rocksdb::WriteOptions(), &b);
+  EXPECT_TRUE(s.IsNotSupported()) << s.ToString();
+  EXPECT_NE(s.ToString().find("atomic_flush"), std::string::npos)
+      << s.ToString();
+  db->DestroyColumnFamilyHandle(cf);
+  delete db;
+}
+
+// A column family created through the wrapper gets the durable memtable.
+TEST_F(DropinTest, WrapperCreatedColumnFamilyIsDurable) {
+  ASSERT_NO_FATAL_FAILURE(RunChild("wrapper_new_cf", dir_));
+  rocksdb::Options o = BaseOptions();
+  std::vector<rocksdb::ColumnFamilyHandle*> h;
+  rocksdb::DB* db = nullptr;
+  rocksdb::Status s =
+      OpenDB(o, DbDir(dir_), {{"default", o}, {"x", o}}, &h, &db, Ro(dir_));
+  ASSERT_TRUE(s.ok()) << s.ToString();
+  std::string v;
+  EXPECT_TRUE(db->Get(rocksdb::ReadOptions(), h[1], "k", &v).ok());
+  EXPECT_EQ(v, "in-x");
+  for (auto* cf : h) db->DestroyColumnFamilyHandle(cf);
   delete db;
 }
 
