@@ -44,7 +44,7 @@ struct IndexNode {
   }
 };
 
-// DRAM for index nodes: jemalloc's sized allocation API when built with it.
+// DRAM for index nodes: the host process's malloc (index_alloc.cc).
 void* AllocIndexMemory(size_t size);
 void FreeIndexMemory(void* p, size_t size);
 

@@ -39,13 +39,22 @@ inline bool KeyWellFormed(const pmem::NvmNode* n) {
 }
 
 // visit(const NvmNode*) -> WalkDecision; on_unlink(uint64_t* link).
+// cmp == nullptr: the list's order is unknown (a RocksDB column family with
+// a comparator this process does not have): every other check is made, and
+// a cycle is caught by counting (a walk longer than the number of aligned
+// node slots must revisit one).
 template <class Visit, class OnUnlink>
 Status WalkList(const pmem::Region& region, pmem::ListRoot* root,
-                const KeyComparator& cmp, const std::vector<ChunkRange>* chunks,
+                const KeyComparator* cmp, const std::vector<ChunkRange>* chunks,
                 Visit visit, OnUnlink on_unlink) {
   uint64_t* link = &root->head.next;
   const pmem::NvmNode* prev = nullptr;
   uint64_t count = 0;
+  uint64_t slots = region.size() / pmem::kNodeAlign;
+  if (chunks) {
+    slots = 0;
+    for (const ChunkRange& c : *chunks) slots += c.len / pmem::kNodeAlign;
+  }
   while (*link != 0) {
     uint64_t off = *link;
     auto where = [&](const char* what) {
@@ -72,12 +81,13 @@ Status WalkList(const pmem::Region& region, pmem::ListRoot* root,
       }
     }
     if (!KeyWellFormed(n)) return where("malformed key");
-    if (prev) {
-      int c = cmp.Compare(prev->data(), n->data());
+    if (prev && cmp) {
+      int c = cmp->Compare(prev->data(), n->data());
       if (c > 0 || (c == 0 && prev->version <= n->version)) {
         return where("list is not sorted (or has a cycle)");
       }
     }
+    if (!cmp && count >= slots) return where("list has a cycle");
     prev = n;
     count++;
     if (visit(n) == WalkDecision::kDrop) {
@@ -88,6 +98,13 @@ Status WalkList(const pmem::Region& region, pmem::ListRoot* root,
     }
   }
   return Status::OK();
+}
+
+template <class Visit, class OnUnlink>
+Status WalkList(const pmem::Region& region, pmem::ListRoot* root,
+                const KeyComparator& cmp, const std::vector<ChunkRange>* chunks,
+                Visit visit, OnUnlink on_unlink) {
+  return WalkList(region, root, &cmp, chunks, visit, on_unlink);
 }
 
 }  // namespace memtable

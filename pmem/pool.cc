@@ -15,6 +15,7 @@ extern char** environ;
 #include <cstdio>
 #include <cstring>
 #include <mutex>
+#include <vector>
 
 namespace flintkv {
 namespace pmem {
@@ -28,20 +29,44 @@ constexpr size_t kAlignSlack = kCacheLine;
 constexpr size_t kPmemobjHeaderAllowance = 64;
 constexpr size_t kChunkOverhead = sizeof(ChunkHeader) + kAlignSlack;
 
+// The environment for `pmempool check`: the host's, minus what injects
+// code into every process. A host run with LD_PRELOAD (stock db_bench with
+// our plugin) must not hand its preloads to the checker: a helper that
+// crashes there would make a valid pool look corrupt. PATH, locale and
+// LD_LIBRARY_PATH (where a non-system PMDK finds its own libraries) stay.
+std::vector<char*> CheckerEnvironment() {
+  static const char* const kDropped[] = {"LD_PRELOAD=", "LD_AUDIT="};
+  std::vector<char*> env;
+  for (char** e = environ; e && *e; e++) {
+    bool drop = false;
+    for (const char* d : kDropped) {
+      drop |= std::strncmp(*e, d, std::strlen(d)) == 0;
+    }
+    if (!drop) env.push_back(*e);
+  }
+  env.push_back(nullptr);
+  return env;
+}
+
 // libpmemobj's metadata is checked by PMDK's own `pmempool check`, in a
 // separate process started with posix_spawn: on some corrupt files the
 // in-process pmemobj_check() crashes (seen in tests/pool_fuzz_test) and
 // leaks, and a corrupt pool must give an error, not kill the caller (P7).
 // No fork-and-continue: the host (RocksDB) is multithreaded, and a forked
 // copy may deadlock on a lock another thread held (seen under ASAN).
-// Returns 1 consistent, 0 not, -1 pmempool unavailable, -3 pool in use.
-int CheckInSeparateProcess(const std::string& path) {
+struct CheckResult {
+  enum Kind { kConsistent, kInconsistent, kUnavailable, kInUse, kCrashed };
+  Kind kind;
+  int signal = 0;  // kCrashed: the signal that ended pmempool
+};
+
+CheckResult CheckInSeparateProcess(const std::string& path) {
   int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd >= 0) {
     // libpmemobj holds an exclusive flock on an open pool.
     bool busy = flock(fd, LOCK_EX | LOCK_NB) != 0 && errno == EWOULDBLOCK;
     close(fd);  // also drops our probe lock
-    if (busy) return -3;
+    if (busy) return {CheckResult::kInUse};
   }
   posix_spawn_file_actions_t fa;
   posix_spawn_file_actions_init(&fa);
@@ -50,16 +75,22 @@ int CheckInSeparateProcess(const std::string& path) {
   std::string p = path;
   char* argv[] = {const_cast<char*>("pmempool"), const_cast<char*>("check"),
                   &p[0], nullptr};
+  std::vector<char*> env = CheckerEnvironment();
   pid_t pid;
-  int rc = posix_spawnp(&pid, "pmempool", &fa, nullptr, argv, environ);
+  int rc = posix_spawnp(&pid, "pmempool", &fa, nullptr, argv, env.data());
   posix_spawn_file_actions_destroy(&fa);
-  if (rc != 0) return -1;
+  if (rc != 0) return {CheckResult::kUnavailable};
   int status = 0;
   while (waitpid(pid, &status, 0) < 0) {
-    if (errno != EINTR) return -1;
+    if (errno != EINTR) return {CheckResult::kUnavailable};
   }
-  if (WIFEXITED(status) && WEXITSTATUS(status) == 127) return -1;  // no exec
-  return WIFEXITED(status) && WEXITSTATUS(status) == 0 ? 1 : 0;
+  if (WIFSIGNALED(status)) return {CheckResult::kCrashed, WTERMSIG(status)};
+  if (WIFEXITED(status) && WEXITSTATUS(status) == 127) {
+    return {CheckResult::kUnavailable};  // exec failed
+  }
+  return {WIFEXITED(status) && WEXITSTATUS(status) == 0
+              ? CheckResult::kConsistent
+              : CheckResult::kInconsistent};
 }
 
 char* AlignUp(void* p) {
@@ -170,20 +201,33 @@ Status Pool::Init(const PoolOptions& o) {
     // Read-only consistency check of libpmemobj's own metadata first, so
     // that a corrupt heap is reported instead of being trusted (P7).
     errno = 0;
-    int check = CheckInSeparateProcess(path_);
-    if (check == -1) {
-      Log("flintkv: pmempool (Debian package pmdk-tools) not found; opening " +
-          path_ + " without libpmemobj's metadata check");
-    }
-    if (check == -3) {
-      // A pool that is open elsewhere is busy, not corrupt.
-      return Status::Busy(path_ + ": pool is in use (already open)");
-    }
-    if (check == 0) {
-      std::string why =
-          "`pmempool check` rejects it (corrupt or truncated libpmemobj "
-          "metadata, or not a pmemobj pool)";
-      return Status::Corruption(path_ + ": not a valid FlintKV pool: " + why);
+    CheckResult check = CheckInSeparateProcess(path_);
+    switch (check.kind) {
+      case CheckResult::kConsistent:
+        break;
+      case CheckResult::kUnavailable:
+        Log("flintkv: pmempool (Debian package pmdk-tools) not found; "
+            "opening " +
+            path_ + " without libpmemobj's metadata check");
+        break;
+      case CheckResult::kInUse:
+        // A pool that is open elsewhere is busy, not corrupt.
+        return Status::Busy(path_ + ": pool is in use (already open)");
+      case CheckResult::kInconsistent:
+        return Status::Corruption(
+            path_ +
+            ": not a valid FlintKV pool: `pmempool check` rejects it (corrupt "
+            "or truncated libpmemobj metadata, or not a pmemobj pool)");
+      case CheckResult::kCrashed:
+        // Not evidence either way, and no reason to open unchecked: the
+        // files that crash pmempool are the corrupt ones that also crash
+        // libpmemobj in-process. An IOError leaves the pool untouched.
+        return Status::IOError(
+            path_ + ": not opened: `pmempool check` was killed by signal " +
+            std::to_string(check.signal) + " (" + strsignal(check.signal) +
+            ") before it could tell whether the pool is consistent; run "
+            "`pmempool check -v " +
+            path_ + "` to see why");
     }
     pop_ = pmemobj_open(path_.c_str(), kLayoutName);
     if (!pop_) {

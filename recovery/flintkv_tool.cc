@@ -1,8 +1,8 @@
 // flintkv_tool: recover / inspect / verify FlintKV pools of RocksDB DBs.
 //
 //   flintkv_tool recover --db=DIR --pool_dir=DIR [--watermark=auto|on|off]
-//   flintkv_tool inspect --pool_dir=DIR
-//   flintkv_tool verify  --pool_dir=DIR
+//   flintkv_tool inspect --pool_dir=DIR [--db=DIR | --comparator=NAME]
+//   flintkv_tool verify  --pool_dir=DIR [--db=DIR | --comparator=NAME]
 //
 // Exit status: 0 on success, 1 on an error (message on stderr), 2 on bad
 // usage.
@@ -27,11 +27,17 @@ int Usage() {
       "[--watermark=auto|on|off] [--quiet]\n"
       "      replay unflushed memtables of the pool into the DB, flush, "
       "close\n"
-      "  flintkv_tool inspect --pool_dir=DIR\n"
+      "  flintkv_tool inspect --pool_dir=DIR [--db=DIR | --comparator=NAME]\n"
       "      list the pool's memtables: state, entries, sequence range\n"
-      "  flintkv_tool verify --pool_dir=DIR\n"
+      "  flintkv_tool verify --pool_dir=DIR [--db=DIR | --comparator=NAME]\n"
       "      structural check (sorted, acyclic, in bounds, headers); exit 1 "
-      "if broken\n");
+      "if broken\n"
+      "  Memtables are sorted by their column family's comparator: --db "
+      "reads it\n"
+      "  from the DB's OPTIONS file, --comparator names one for all (e.g.\n"
+      "  rocksdb.ReverseBytewiseComparator); with neither, bytewise is "
+      "assumed\n"
+      "  and a list not sorted that way is reported, order unchecked.\n");
   return 2;
 }
 
@@ -96,8 +102,11 @@ int Recover(std::map<std::string, std::string>& flags) {
 
 int Inspect(std::map<std::string, std::string>& flags, bool verify) {
   if (!flags.count("pool_dir")) return Usage();
+  flintkv::InspectOptions io;
+  if (flags.count("db")) io.db = flags["db"];
+  if (flags.count("comparator")) io.comparator_name = flags["comparator"];
   flintkv::PoolSummary ps;
-  rocksdb::Status s = flintkv::InspectPool(flags["pool_dir"], &ps);
+  rocksdb::Status s = flintkv::InspectPool(flags["pool_dir"], &ps, io);
   if (s.IsNotFound() || ps.path.empty()) {
     std::fprintf(stderr, "flintkv_tool: %s\n", s.ToString().c_str());
     return 1;

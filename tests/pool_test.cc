@@ -3,9 +3,14 @@
 #include "pmem/pool.h"
 
 #include <gtest/gtest.h>
+#include <signal.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include <algorithm>
+#include <cstdlib>
 #include <cstring>
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -303,6 +308,71 @@ TEST_F(PoolTest, EmulatedNoticeOncePerOpen) {
     EXPECT_EQ(store_log.size(), static_cast<size_t>(round));
     EXPECT_EQ(store->GetStats().emulated_pmem, !is_pmem);
   }
+}
+
+// A fake `pmempool` first in PATH for one test; PATH and the variables set
+// with Setenv are restored afterwards.
+class FakePmempool {
+ public:
+  explicit FakePmempool(const std::string& script) {
+    dir_ =
+        test::TestDir() + "/flintkv_fake_pmempool_" + std::to_string(getpid());
+    mkdir(dir_.c_str(), 0755);
+    std::string exe = dir_ + "/pmempool";
+    EXPECT_TRUE(test::WriteFile(exe, "#!/bin/sh\n" + script + "\n"));
+    chmod(exe.c_str(), 0755);
+    Setenv("PATH", dir_ + ":" + std::getenv("PATH"));
+  }
+  ~FakePmempool() {
+    for (auto& [name, old] : saved_) {
+      if (old.first) {
+        setenv(name.c_str(), old.second.c_str(), 1);
+      } else {
+        unsetenv(name.c_str());
+      }
+    }
+    std::system(("rm -rf " + dir_).c_str());
+  }
+  void Setenv(const std::string& name, const std::string& value) {
+    const char* old = std::getenv(name.c_str());
+    if (!saved_.count(name)) saved_[name] = {old != nullptr, old ? old : ""};
+    setenv(name.c_str(), value.c_str(), 1);
+  }
+
+ private:
+  std::string dir_;
+  std::map<std::string, std::pair<bool, std::string>> saved_;
+};
+
+// A checker killed by a signal says nothing about the pool: not Corruption
+// (issue 8h: a crashing pmempool made valid pools "corrupt").
+TEST_F(PoolTest, PmempoolKilledBySignalIsNotCorruption) {
+  OpenPool().reset();  // a valid pool to reopen
+  FakePmempool fake("kill -SEGV $$");
+  std::unique_ptr<Pool> p;
+  Status s = Pool::Open(Options(), &p);
+  EXPECT_FALSE(s.ok());
+  EXPECT_FALSE(s.IsCorruption()) << s.ToString();
+  EXPECT_TRUE(s.IsIOError()) << s.ToString();
+  EXPECT_NE(s.message().find("signal " + std::to_string(SIGSEGV)),
+            std::string::npos)
+      << s.ToString();
+}
+
+// pmempool runs without the host's LD_PRELOAD / LD_AUDIT (a preloaded
+// plugin crashed it), with the rest of the environment (PATH found it).
+TEST_F(PoolTest, PmempoolDoesNotInheritCodeInjection) {
+  OpenPool().reset();
+  FakePmempool fake(
+      "[ -z \"${LD_PRELOAD+x}${LD_AUDIT+x}\" ] || exit 1\n"
+      "[ \"$FLINTKV_KEPT\" = yes ] || exit 1\n"
+      "exec /usr/bin/pmempool \"$@\"");
+  fake.Setenv("LD_PRELOAD", "/nonexistent/flintkv_probe.so");
+  fake.Setenv("LD_AUDIT", "/nonexistent/flintkv_audit.so");
+  fake.Setenv("FLINTKV_KEPT", "yes");
+  std::unique_ptr<Pool> p;
+  Status s = Pool::Open(Options(), &p);
+  EXPECT_TRUE(s.ok()) << s.ToString();
 }
 
 }  // namespace

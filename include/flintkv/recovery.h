@@ -30,6 +30,7 @@
 #include <string>
 #include <vector>
 
+#include "rocksdb/comparator.h"
 #include "rocksdb/db.h"
 #include "rocksdb/options.h"
 #include "rocksdb/status.h"
@@ -131,7 +132,9 @@ struct ListSummary {
   uint64_t chunks = 0, chunk_bytes = 0;
   bool batch_mode = false;
   uint64_t commit_version = 0;
-  std::string error;  // structural problem found by the walk, if any
+  std::string error;       // structural problem found by the walk, if any
+  std::string comparator;  // the user comparator order was checked with
+  std::string note;        // e.g. why order was not checked
 };
 struct PoolSummary {
   std::string path;
@@ -142,9 +145,22 @@ struct PoolSummary {
   uint64_t watermark = 0;
   std::vector<ListSummary> lists;
 };
+// A memtable list is sorted by its column family's comparator, which the
+// pool does not record (CreateMemTableRep is never told its name), so the
+// caller names it; first match wins.
+struct InspectOptions {
+  const rocksdb::Comparator* comparator = nullptr;  // for every list
+  std::string comparator_name;  // for every list (Comparator::CreateFromString)
+  std::string db;  // per column family, from this DB's OPTIONS and MANIFEST
+};
+// With none of them, order is checked as bytewise (RocksDB's default) and
+// a list that is not bytewise-sorted gets a note, not an error.
+// A comparator that cannot be had leaves that list's order unchecked (note).
+
 // Opens the pool read-mostly (opening frees lists retired before a crash)
 // and walks every list with the validated walker. A structural problem is
 // reported in ListSummary::error and makes the status Corruption.
-rocksdb::Status InspectPool(const std::string& pool_dir, PoolSummary* out);
+rocksdb::Status InspectPool(const std::string& pool_dir, PoolSummary* out,
+                            const InspectOptions& options = InspectOptions());
 
 }  // namespace flintkv
