@@ -23,7 +23,7 @@ DEFS := -DROCKSDB_PLATFORM_POSIX -DROCKSDB_LIB_IO_POSIX -DOS_LINUX \
   -DGTEST_HAS_STD_WSTRING=1
 CXXFLAGS := -std=c++17 -O1 -g0 -fPIC -w $(DEFS) \
   -I$(SRC) -I$(SRC)/include -I$(SRC)/third-party/gtest-1.8.1/fused-src
-LDLIBS := -lrocksdb -lgflags -lpthread -ldl
+LDLIBS := -lrocksdb -lgflags -lsnappy -lz -lbz2 -llz4 -lzstd -lpthread -ldl
 
 STRESS_SRCS := $(addprefix db_stress_tool/, batched_ops_stress.cc \
   cf_consistency_stress.cc db_stress.cc db_stress_common.cc \

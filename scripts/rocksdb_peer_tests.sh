@@ -159,10 +159,29 @@ record() { printf '%s\t%s\t%s\t%s\n' "$@" >>"$RESULTS"; }  # kind name rep resul
 
 POOL_SIZE=2G
 
+# Work-around for a FlintKV defect (reported in docs/results/rocksdb_peer_tests.md):
+# LD_PRELOAD=libflintkv_rocksdb.so makes plain C programs (/bin/true, sh,
+# pmempool) abort with "free(): invalid pointer", and reopening an existing
+# pool spawns `pmempool check` with the caller's environment, so under
+# LD_PRELOAD every reopen of an existing pool is refused as "not a valid
+# FlintKV pool". A statically linked `pmempool` first in PATH (immune to
+# LD_PRELOAD) drops LD_PRELOAD and runs the real one. PEER_NO_WORKAROUND=1
+# shows the defect.
+if [ "${PEER_NO_WORKAROUND:-0}" != 1 ] && command -v pmempool >/dev/null; then
+  mkdir -p "$WORK/bin"
+  printf '#include <stdlib.h>\n#include <unistd.h>\nint main(int c, char** v) { (void)c; unsetenv("LD_PRELOAD"); execv("%s", v); return 127; }\n' \
+    "$(command -v pmempool)" >"$WORK/bin/pmempool.c"
+  if gcc -static -O2 -o "$WORK/bin/pmempool" "$WORK/bin/pmempool.c" 2>/dev/null; then
+    export PATH="$WORK/bin:$PATH"
+  else
+    echo "rocksdb_peer_tests: warning: no static pmempool wrapper; pool reopens under LD_PRELOAD fail" >&2
+  fi
+fi
+
 # ---------------------------------------------------------------- db_stress
 STRESS=$OUT/bin/db_stress
 if [ "$MODE" = quick ]; then
-  OPS=3000; MAXKEY=20000; REOPEN=3; KILLS=2; KILL_AFTER=6
+  OPS=10000; MAXKEY=20000; REOPEN=3; KILLS=2; KILL_AFTER=6
 else
   OPS=60000; MAXKEY=100000; REOPEN=10; KILLS=8; KILL_AFTER=20
 fi
@@ -173,8 +192,9 @@ STRESS_COMMON=(--threads=4 --column_families=4 --max_key=$MAXKEY
   --target_file_size_base=$((2 << 20)) --max_bytes_for_level_base=$((8 << 20))
   --value_size_mult=8 --compression_type=none --flush_one_in=2000
   --compact_range_one_in=5000 --acquire_snapshot_one_in=500
-  --continuous_verification_interval=0 --verify_db_one_in=0 --seed=7)
-ALL_MODES="nonbatched_nowal batched_nowal cf_consistency_nowal txn_nowal defaults_reopen txn_reopen crash_nowal"
+  --clear_column_family_one_in=0 --continuous_verification_interval=0
+  --verify_db_one_in=0 --seed=7)
+ALL_MODES="nonbatched_nowal batched_nowal cf_consistency_nowal txn_nowal defaults_reopen txn_reopen crash_nowal crash_nowal_durable"
 [ -n "$MODES" ] || MODES=$ALL_MODES
 
 mode_flags() {
@@ -185,7 +205,10 @@ mode_flags() {
     txn_nowal) echo "--use_txn=1 --disable_wal=1 --reopen=0" ;;
     defaults_reopen) echo "--reopen=$REOPEN" ;;
     txn_reopen) echo "--use_txn=1 --reopen=$REOPEN" ;;
-    crash_nowal) echo "--disable_wal=1 --reopen=0" ;;
+    # atomic_flush as db_crashtest.py sets it with the WAL off: without it
+    # the column families' flushed states after a kill are not one prefix
+    # and the skiplist baseline fails verification by design.
+    crash_nowal|crash_nowal_durable) echo "--disable_wal=1 --atomic_flush=1 --reopen=0" ;;
     *) die "unknown db_stress mode $1" ;;
   esac
 }
@@ -196,7 +219,7 @@ mode_flags() {
 make_options_file() {  # mode dir pool -> prints path
   local mode=$1 d=$2 pool=$3
   local gen=$d/optgen
-  rm -rf "$gen"
+  rm -rf "$gen"; mkdir -p "$gen/exp"
   # shellcheck disable=SC2046
   "$STRESS" "${STRESS_COMMON[@]}" $(mode_flags "$mode") --reopen=0 \
     --db="$gen/db" --expected_values_dir="$gen/exp" --ops_per_thread=1 \
@@ -231,8 +254,11 @@ stress_mode() {  # rep mode
   [ "$rep" = flintkv ] && make_options_file "$mode" "$d" "$pool" >/dev/null
   local start rc=0 note=""
   start=$(date +%s)
-  if [ "$mode" != crash_nowal ]; then
-    run_stress_once "$rep" "$mode" "$d" --ops_per_thread=$OPS || rc=$?
+  if [ "${mode#crash_nowal}" = "$mode" ]; then
+    local ops=$OPS
+    # a batched op writes 10 keys and reads them back through snapshots
+    [ "$mode" = batched_nowal ] && ops=$((OPS / 5))
+    run_stress_once "$rep" "$mode" "$d" --ops_per_thread=$ops || rc=$?
   else
     # db_crashtest.py's blackbox mode, by hand: run, kill -9 after a while,
     # (flintkv) recover the pool into the DB, restart on the same
@@ -265,8 +291,16 @@ stress_mode() {  # rep mode
           rc=1; note="flintkv_tool recover failed (cycle $i)"; break
         fi
         local n
-        n=$(grep -Eo 'recovered .*' "$d/out" | tail -1 | grep -Eo '[0-9]+ (entries|records|keys)' | head -1 | grep -Eo '^[0-9]+' || echo 0)
+        n=$(grep -E '^recovered ' "$d/out" | tail -1 | grep -Eo '[0-9]+ replayed \(' | grep -Eo '^[0-9]+' || echo 0)
         replayed=$((replayed + ${n:-0}))
+      fi
+      if [ "$mode" = crash_nowal_durable ]; then
+        # Drop db_stress's history (the expected state saved at open and the
+        # trace of writes after it): the restart then verifies the DB against
+        # LATEST.state, i.e. every acknowledged write (in-flight ones are
+        # tolerated), as after a kill with the WAL on. The stock WAL-off mode
+        # (crash_nowal) only checks that the DB is some consistent prefix.
+        find "$d/exp" -type f ! -name LATEST.state -delete
       fi
     done
     if [ "$rc" = 0 ]; then
@@ -275,6 +309,8 @@ stress_mode() {  # rep mode
     fi
     local passed
     passed=$(grep -c 'Crash-recovery verification passed' "$d/out" || true)
+    # cycle 1 verifies its fresh DB too: KILLS + 1 "passed" lines
+    passed=$((passed - 1))
     note="$note${note:+; }$KILLS kills, $passed/$KILLS restarts verified at open"
     [ "$rep" = flintkv ] && note="$note, $replayed entries replayed by flintkv_tool recover"
     [ "$passed" = "$KILLS" ] || { [ "$rc" != 0 ] || rc=1; }
@@ -282,7 +318,7 @@ stress_mode() {  # rep mode
   local secs=$(( $(date +%s) - start ))
   local result=PASS
   if [ "$rc" != 0 ] || grep -Eq 'Verification failed|verification failed|Corruption|Assertion .*failed' "$d/out" ||
-     ! grep -q 'Verification successful' "$d/out"; then
+     ! grep -Eq 'Verification successful|Limited verification already done during gets' "$d/out"; then
     result=FAIL
   fi
   if [ "$rep" = flintkv ] && ! grep -q 'FlintKVFactory\|id=flintkv' "$d/flintkv.options"; then
@@ -324,7 +360,8 @@ unit_one() {  # test rep
   start=$(date +%s)
   local tmo=600
   [ "$MODE" = full ] && tmo=2400
-  env "${envs[@]}" timeout -s KILL "$tmo" "$OUT/bin/$t" --gtest_filter="$filter" \
+  # LD_PRELOAD on the test binary only (timeout/env must not load it)
+  timeout -s KILL "$tmo" env "${envs[@]}" "$OUT/bin/$t" --gtest_filter="$filter" \
     >"$d/out" 2>&1 || rc=$?
   local secs=$(( $(date +%s) - start ))
   local passed failed
@@ -340,7 +377,7 @@ unit_one() {  # test rep
     result=FAIL
   else
     result="CRASH(rc=$rc)"
-    failed="last test started: $(grep -E '^\[ RUN      \]' "$d/out" | tail -1 | awk '{print $4}')"
+    failed="last test started: $(grep -E '^\[ RUN      \]' "$d/out" | tail -1 | awk '{print $4}' || true)"
   fi
   if [ "$rep" = flintkv ] && ! grep -q 'test memtable factory: FlintKVFactory' "$d/out"; then
     result="$result(flintkv not used)"
@@ -364,7 +401,38 @@ for t in $TESTS; do
 done
 
 # ---------------------------------------------------------------- summary
+KNOWN=$ROOT/scripts/rocksdb_peer_known.txt
+known() {  # kind name who -> prints "expect cause" of the first match
+  [ -f "$KNOWN" ] || return 1
+  local k n w e c
+  while read -r k n w e c; do
+    case "$k" in ''|\#*) continue ;; esac
+    # shellcheck disable=SC2053
+    if [ "$k" = "$1" ] && [ "$n" = "$2" ] && [[ "$3" == $w ]]; then
+      echo "$e $c"; return 0
+    fi
+  done <"$KNOWN"
+  return 1
+}
 status=0
+UNEXPECTED=""
+judge_stress() {  # name rep result -> prints the cell suffix, sets status
+  local name=$1 rep=$2 res=$3 k
+  if k=$(known stress "$name" "$rep"); then
+    local e=${k%% *} cause=${k#* }
+    if [ "$res" = PASS ] && [ "$e" = mustfail ]; then
+      status=1; UNEXPECTED="$UNEXPECTED stress/$name/$rep(passed:negative-control)"
+      echo " UNEXPECTED PASS (negative control: $cause)"
+    elif [ "$res" = PASS ]; then
+      echo " (known xfail passed: fixed? $cause)"
+    else
+      echo " expected ($e: $cause)"
+    fi
+  elif [ "$res" != PASS ]; then
+    status=1; UNEXPECTED="$UNEXPECTED stress/$name/$rep"
+    echo " UNEXPECTED"
+  fi
+}
 {
   echo "| kind | name | skiplist | flintkv | notes |"
   echo "|---|---|---|---|---|"
@@ -374,27 +442,49 @@ status=0
     fk=$(awk -F'\t' -v k="$kind" -v n="$name" '$1==k && $2==n && $3=="flintkv" {print $4}' "$RESULTS")
     skr=${sk%%|*}; fkr=${fk%%|*}
     if [ "$kind" = stress ]; then
-      [ "$skr" = PASS ] && [ "$fkr" = PASS ] || status=1
-      echo "| db_stress | $name | $skr (${sk#*|}) | $fkr (${fk#*|}) | |"
+      sj=$(judge_stress "$name" skiplist "$skr"); fj=$(judge_stress "$name" flintkv "$fkr")
+      # (judge_stress runs in a subshell here: recompute status below)
+      echo "| db_stress | $name | $skr (${sk#*|})$sj | $fkr (${fk#*|})$fj | |"
     else
       IFS='|' read -r _ skinfo skfilter skfailed <<<"$sk"
       IFS='|' read -r _ fkinfo _ fkfailed <<<"$fk"
-      only=""
+      only=""; knownonly=""
       for x in $fkfailed; do
-        case " $skfailed " in *" $x "*) ;; *) only="$only $x" ;; esac
+        case " $skfailed " in *" $x "*) continue ;; esac
+        if known unit "$name" "$x" >/dev/null; then knownonly="$knownonly $x"; else only="$only $x"; fi
       done
-      if [ "$fkr" != "$skr" ] || [ -n "$only" ]; then status=1; fi
       f=""; [ "$skfilter" = "*" ] || f="filter \`$skfilter\`; "
-      echo "| unit | $name | $skr ($skinfo) | $fkr ($fkinfo) | ${f}${only:+flintkv only:$only}${skfailed:+; skiplist failed: $skfailed} |"
+      echo "| unit | $name | $skr ($skinfo) | $fkr ($fkinfo) | ${f}${only:+flintkv only:$only}${knownonly:+; known (xfail):$knownonly}${skfailed:+; skiplist failed: $skfailed} |"
     fi
   done <"$RESULTS"
 } >"$WORK/summary.md"
+# Verdict (outside the table's subshells).
+while IFS=$'\t' read -r kind name rep rest; do
+  res=${rest%%|*}
+  if [ "$kind" = stress ]; then
+    if k=$(known stress "$name" "$rep"); then
+      [ "${k%% *}" = mustfail ] && [ "$res" = PASS ] && { status=1; UNEXPECTED="$UNEXPECTED $name/$rep(negative control passed)"; }
+    elif [ "$res" != PASS ]; then
+      status=1; UNEXPECTED="$UNEXPECTED $name/$rep"
+    fi
+  else
+    IFS='|' read -r _ _ _ failed <<<"$rest"
+    skfailed=$(awk -F'\t' -v n="$name" '$1=="unit" && $2==n && $3=="skiplist" {print $4}' "$RESULTS" | cut -d'|' -f4)
+    if [ "$rep" = flintkv ]; then
+      case "$res" in PASS|FAIL) ;; *) status=1; UNEXPECTED="$UNEXPECTED $name/$rep:$res" ;; esac
+      for x in $failed; do
+        case " $skfailed " in *" $x "*) continue ;; esac
+        known unit "$name" "$x" >/dev/null || { status=1; UNEXPECTED="$UNEXPECTED $x"; }
+      done
+    fi
+  fi
+done <"$RESULTS"
 cat "$WORK/summary.md"
 [ -z "$REPORT" ] || cp "$WORK/summary.md" "$REPORT"
 log "done in $(( $(date +%s) - T0 )) s"
 if [ "$status" = 0 ]; then
   echo "rocksdb_peer_tests: PASS"
 else
-  echo "rocksdb_peer_tests: FAIL (see the table: a db_stress run failed or flintkv differs from the skiplist)"
+  echo "rocksdb_peer_tests: FAIL: unexpected:$UNEXPECTED"
 fi
 exit $status
