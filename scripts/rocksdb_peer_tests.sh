@@ -373,11 +373,12 @@ unit_one() {  # test rep
     result=PASS
   elif [ "$rc" = 137 ]; then
     result="TIMEOUT(${tmo}s)"
-  elif [ -n "$failed" ]; then
+  elif [ "$rc" = 1 ] && [ -n "$failed" ]; then
     result=FAIL
   else
-    result="CRASH(rc=$rc)"
-    failed="last test started: $(grep -E '^\[ RUN      \]' "$d/out" | tail -1 | awk '{print $4}' || true)"
+    # killed by a signal (139 = SIGSEGV): name the test that was running
+    result="CRASH(rc=$rc,in:$(grep -E '^\[ RUN      \]' "$d/out" | tail -1 | awk '{print $4}' || true))"
+    passed=$(grep -c '^\[       OK \]' "$d/out" || true)
   fi
   if [ "$rep" = flintkv ] && ! grep -q 'test memtable factory: FlintKVFactory' "$d/out"; then
     result="$result(flintkv not used)"
