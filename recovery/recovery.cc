@@ -3,7 +3,6 @@
 // flintkv::OpenDB (flintkv/recovery.h, docs/rocksdb_recovery.md).
 #include "flintkv/recovery.h"
 
-#include <signal.h>
 #include <sys/stat.h>
 
 #include <chrono>
@@ -15,6 +14,7 @@
 #include <set>
 
 #include "flintkv/rocksdb_memtable.h"
+#include "memtable/rocksdb/crash_point.h"
 #include "memtable/rocksdb/memtable_meta.h"
 #include "memtable/rocksdb/pool_handle.h"
 #include "memtable/rocksdb/status_convert.h"
@@ -26,6 +26,7 @@
 
 namespace flintkv {
 
+using rocks::CrashPoint;
 using rocks::PoolHandle;
 using rocks::ToRocks;
 
@@ -67,13 +68,6 @@ Status GetExistingPool(const std::string& pool_dir,
 
 void Log(const RecoveryOptions& o, const std::string& line) {
   if (o.log) o.log(line);
-}
-
-// Crash injection for tests (tests/rocksdb_dropin_test.cc): the process
-// SIGKILLs itself at the named point when FLINTKV_CRASH_POINT names it.
-void CrashPoint(const char* name) {
-  static const char* point = std::getenv("FLINTKV_CRASH_POINT");
-  if (point && std::strcmp(point, name) == 0) raise(SIGKILL);
 }
 
 void PersistMeta(pmem::ListRoot* l, uint32_t state) {
@@ -240,7 +234,12 @@ rocksdb::Status RecoverInto(
   std::map<uint32_t, CfState> cf_state;
   for (auto& [id, cf] : cf_by_id) cf_state[id] = StateOf(db, cf);
   Triage(pool, &lists, o, r);
+  // Validate, then learn each list's sequence range where the DB may
+  // already hold some of its entries (SST files, WAL replay, copies).
   std::vector<pmem::ListRoot*> to_drop;
+  std::vector<pmem::ListRoot*> replay;
+  std::map<uint64_t, replay::SeqRange> seq_range;
+  std::map<uint64_t, replay::CopyRange> copy_range;
   for (pmem::ListRoot* l : lists) {
     rocks::MemtableMeta* meta = rocks::MutableMetaOf(l);
     if (l->kind != pmem::kListMemtable ||
@@ -259,25 +258,39 @@ rocksdb::Status RecoverInto(
       to_drop.push_back(l);
       continue;
     }
-    replay::CopyRange copies;
+    replay::CopyRange& copies = copy_range[l->list_id];
     if (meta->copy_first_plus1 != 0) {
       copies.valid = true;
       copies.first = meta->copy_first_plus1 - 1;
       copies.last =
           meta->copy_last_plus1 ? meta->copy_last_plus1 - 1 : UINT64_MAX;
     }
+    const CfState& st = cf_state[cf->first];
+    if (st.file_seq > 0 || st.memtable_entries || copies.valid) {
+      Status s = replay::ListSeqRange(pool, l, cf->second->GetComparator(),
+                                      &seq_range[l->list_id]);
+      if (!s.ok()) return fail(ToRocks(s));
+    }
+    replay.push_back(l);
+  }
+  for (size_t i = 0; i < replay.size(); i++) {
+    pmem::ListRoot* l = replay[i];
+    rocks::MemtableMeta* meta = rocks::MutableMetaOf(l);
+    auto cf = cf_by_id.find(meta->column_family_id);
+    const replay::CopyRange copies = copy_range[l->list_id];
     // Presence checks cost a DB lookup per key; skip them when nothing in
     // the DB can hold an entry of this list: no SST sequence reaches its
-    // first entry, WAL replay left nothing, and no earlier recovery copied it.
+    // first entry, WAL replay left nothing, and no earlier recovery copied
+    // it.
     const CfState& st = cf_state[cf->first];
-    bool check = copies.valid || st.memtable_entries;
-    if (!check && st.file_seq > 0) {
-      uint64_t min_seq = 0;
-      bool any = false;
-      Status s =
-          replay::MinSeq(pool, l, cf->second->GetComparator(), &min_seq, &any);
-      if (!s.ok()) return fail(ToRocks(s));
-      check = any && st.file_seq >= min_seq;
+    const replay::SeqRange& own = seq_range[l->list_id];
+    bool check = copies.valid || st.memtable_entries ||
+                 (own.any && st.file_seq >= own.min);
+    replay::NewerLists newer;
+    for (size_t j = i + 1; check && j < replay.size(); j++) {
+      if (rocks::MetaOf(replay[j])->column_family_id != cf->first) continue;
+      newer.seqs.push_back(seq_range[replay[j]->list_id]);
+      newer.copies.push_back(copy_range[replay[j]->list_id]);
     }
     if (check) r->lists_checked++;
     r->triage_seconds = Seconds(start);
@@ -292,7 +305,7 @@ rocksdb::Status RecoverInto(
     InternalKeyCmp cmp(cf->second->GetComparator());
     auto chunks = replay::ChunkRanges(pool, l->list_id);
     replay::ListReplayer rp(db, cf->second, o, r->watermark_used, r->watermark,
-                            check, open_seq, copies, r);
+                            check, open_seq, copies, std::move(newer), r);
     Status ws = memtable::WalkList(
         *pool, l, cmp, &chunks,
         [&](const pmem::NvmNode* n) {

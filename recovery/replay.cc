@@ -1,7 +1,9 @@
 #include "recovery/replay.h"
 
+#include <algorithm>
 #include <cstring>
 #include <limits>
+#include <utility>
 
 #include "memtable/coding.h"
 #include "recovery/internal_key_cmp.h"
@@ -73,20 +75,21 @@ std::vector<memtable::ChunkRange> ChunkRanges(const pmem::Pool* pool,
   return out;
 }
 
-Status MinSeq(pmem::Pool* pool, pmem::ListRoot* l,
-              const rocksdb::Comparator* ucmp, uint64_t* min_seq, bool* any) {
+Status ListSeqRange(pmem::Pool* pool, pmem::ListRoot* l,
+                    const rocksdb::Comparator* ucmp, SeqRange* out) {
   InternalKeyCmp cmp(ucmp);
   auto chunks = ChunkRanges(pool, l->list_id);
-  *any = false;
+  *out = SeqRange();
   return memtable::WalkList(
       *pool, l, cmp, &chunks,
       [&](const pmem::NvmNode* n) {
         Entry e;
         if (n->version != pmem::kUncommittedVersion &&
             !(l->batch_mode && n->version > l->commit_version) &&
-            DecodeEntry(n, &e) && (!*any || e.seq < *min_seq)) {
-          *min_seq = e.seq;
-          *any = true;
+            DecodeEntry(n, &e)) {
+          out->min = out->any ? std::min(out->min, e.seq) : e.seq;
+          out->max = out->any ? std::max(out->max, e.seq) : e.seq;
+          out->any = true;
         }
         return memtable::WalkDecision::kKeep;
       },
@@ -96,7 +99,8 @@ Status MinSeq(pmem::Pool* pool, pmem::ListRoot* l,
 ListReplayer::ListReplayer(rocksdb::DB* db, rocksdb::ColumnFamilyHandle* cf,
                            const RecoveryOptions& o, bool use_wm, uint64_t wm,
                            bool check_presence, uint64_t open_seq,
-                           CopyRange copies, RecoveryReport* r)
+                           CopyRange copies, NewerLists newer,
+                           RecoveryReport* r)
     : db_(db),
       cf_(cf),
       ucmp_(cf->GetComparator()),
@@ -106,6 +110,7 @@ ListReplayer::ListReplayer(rocksdb::DB* db, rocksdb::ColumnFamilyHandle* cf,
       check_presence_(check_presence),
       open_seq_(open_seq),
       copies_(copies),
+      newer_(std::move(newer)),
       r_(r) {
   wo_.disableWAL = true;  // everything is flushed before the lists go
 }
@@ -187,6 +192,12 @@ size_t ListReplayer::Anchor() {
   if (!s.ok()) {
     status_ = s;
     return 0;
+  }
+  for (const rocksdb::KeyVersion& v : versions) {
+    if (v.sequence <= open_seq_ && v.sequence > group_[0].seq &&
+        newer_.Contains(v.sequence)) {
+      return 0;  // superseded by a newer list's entry already in the DB
+    }
   }
   for (size_t i = 0; i < group_.size(); i++) {
     if (!Present(group_[i], versions)) continue;

@@ -72,9 +72,14 @@ bool DecodeEntry(const pmem::NvmNode* n, Entry* e);
 std::vector<memtable::ChunkRange> ChunkRanges(const pmem::Pool* pool,
                                               uint64_t list_id);
 
-// Smallest sequence number of a committed entry (*any false: none).
-Status MinSeq(pmem::Pool* pool, pmem::ListRoot* l,
-              const rocksdb::Comparator* ucmp, uint64_t* min_seq, bool* any);
+// Smallest and largest sequence number of the committed entries of a list.
+struct SeqRange {
+  bool any = false;
+  uint64_t min = 0, max = 0;
+  bool Contains(uint64_t s) const { return any && s >= min && s <= max; }
+};
+Status ListSeqRange(pmem::Pool* pool, pmem::ListRoot* l,
+                    const rocksdb::Comparator* ucmp, SeqRange* out);
 
 // Sequence numbers an interrupted recovery gave its copies of one list:
 // (first, last]; last == UINT64_MAX when it died while replaying the list.
@@ -82,6 +87,27 @@ struct CopyRange {
   bool valid = false;
   uint64_t first = 0;
   uint64_t last = 0;
+  bool Contains(uint64_t s) const { return valid && s > first && s <= last; }
+};
+
+// Where the entries of the same column family's *newer* leftover lists may
+// sit in the DB: their own sequence ranges and their copy ranges. A DB
+// version of a key inside one of them that is newer than a group means a
+// newer list's entry for that key is already there (flushed together with
+// this list and hiding it, or WAL-replayed, or copied by an interrupted
+// recovery): the group is superseded and must not be replayed on top.
+struct NewerLists {
+  std::vector<SeqRange> seqs;
+  std::vector<CopyRange> copies;
+  bool Contains(uint64_t s) const {
+    for (const SeqRange& r : seqs) {
+      if (r.Contains(s)) return true;
+    }
+    for (const CopyRange& r : copies) {
+      if (r.Contains(s)) return true;
+    }
+    return false;
+  }
 };
 
 class ListReplayer {
@@ -89,7 +115,7 @@ class ListReplayer {
   ListReplayer(rocksdb::DB* db, rocksdb::ColumnFamilyHandle* cf,
                const RecoveryOptions& o, bool use_wm, uint64_t wm,
                bool check_presence, uint64_t open_seq, CopyRange copies,
-               RecoveryReport* r);
+               NewerLists newer, RecoveryReport* r);
 
   bool ok() const { return status_.ok(); }
   // Feeds one node of list `root`, in list order. False on an error.
@@ -115,6 +141,7 @@ class ListReplayer {
   bool check_presence_;
   uint64_t open_seq_;  // LastSequence when this recovery opened the DB
   CopyRange copies_;
+  NewerLists newer_;
   RecoveryReport* r_;
   rocksdb::WriteOptions wo_;
   rocksdb::WriteBatch batch_;

@@ -385,7 +385,20 @@ void RunChild(Campaign* c, int acks, int64_t last[kThreads], int hold = 0) {
 
 std::string Show(const std::optional<std::string>& v) {
   if (!v) return "<absent>";
-  return v->size() > 40 ? v->substr(0, 40) + "..." : *v;
+  // Values are "t:n:i" plus padding; show the padding's length only.
+  std::string out;
+  size_t pad = 0;
+  for (char ch : *v) {
+    if (ch == 'v') {
+      pad++;
+      continue;
+    }
+    if (pad) out += "<" + std::to_string(pad) + "v>";
+    pad = 0;
+    out += ch;
+  }
+  if (pad) out += "<" + std::to_string(pad) + "v>";
+  return out;
 }
 
 // Recovers, checks every thread's keys, adopts the observed state.

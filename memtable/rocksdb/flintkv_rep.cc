@@ -5,6 +5,7 @@
 #include <thread>
 
 #include "memtable/coding.h"
+#include "memtable/rocksdb/crash_point.h"
 #include "memtable/rocksdb/iterator_cache.h"
 #include "rocksdb/env.h"
 #include "rocksdb/version.h"
@@ -201,6 +202,7 @@ void FlintRep::MarkFlushed() {
   // Called after the SST and the MANIFEST edit are synced: the list must
   // never be recovered again (P6). Readers may still use it; its space is
   // reclaimed when RocksDB destroys the memtable.
+  CrashPoint("flintkv_mark_flushed");  // tests: installed, not yet retired
   pool_->pool()->SetListState(root_, pmem::kListRetired);
   flushed_.store(true, std::memory_order_release);
 }
