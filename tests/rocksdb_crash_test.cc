@@ -33,7 +33,10 @@
 #include "flintkv/rocksdb_memtable.h"
 #include "rocksdb/db.h"
 #include "rocksdb/merge_operator.h"
+#include "rocksdb/slice_transform.h"
+#include "rocksdb/utilities/optimistic_transaction_db.h"
 #include "rocksdb/utilities/stackable_db.h"
+#include "rocksdb/utilities/transaction_db.h"
 #include "test_util.h"
 
 namespace flintkv {
@@ -47,6 +50,61 @@ const char* const kCfNames[kCfs] = {"default", "cf1", "cf2"};
 // large that nothing the child writes is ever flushed.
 constexpr size_t kSmallWriteBuffer = 128 << 10;
 constexpr size_t kNoFlushWriteBuffer = 32 << 20;
+
+// One row of the configuration matrix (docs/rocksdb_config_matrix.md): the
+// RocksDB options a campaign runs with. "default" is the WAL-less setup of
+// the two main campaigns.
+enum class Txn { kNone, kPessimistic, kOptimistic };
+struct Config {
+  const char* name;
+  bool plain;    // run with the plain factory
+  bool wrapper;  // run with flintkv::OpenDB
+  bool wal = false;
+  bool sync = false;
+  bool manual_wal_flush = false;
+  bool pipelined = false;
+  bool two_write_queues = false;
+  bool concurrent_memtable = true;
+  bool atomic_flush = false;
+  bool avoid_flush_during_recovery = false;
+  int max_write_buffer_number = 4;
+  int min_to_merge = 1;
+  int64_t maintain = 0;  // max_write_buffer_size_to_maintain
+  bool prefix_bloom = false;
+  Txn txn = Txn::kNone;
+};
+const Config kConfigs[] = {
+    {"default", true, true},
+    {"wal", true, false, /*wal=*/true},
+    {"wal_sync", true, false, true, /*sync=*/true},
+    {"manual_wal_flush", true, false, true, false, /*manual=*/true},
+    {"pipelined_write", true, true, false, false, false, /*pipelined=*/true},
+    {"two_write_queues", true, false, false, false, false, false,
+     /*two_write_queues=*/true},
+    {"no_concurrent_memtable_write", true, true, false, false, false, false,
+     false, /*concurrent=*/false},
+    {"atomic_flush", true, true, false, false, false, false, false, true,
+     /*atomic_flush=*/true},
+    {"wal_avoid_flush_during_recovery", true, false, /*wal=*/true, false, false,
+     false, false, true, false, /*avoid_flush_during_recovery=*/true},
+    {"write_buffers_2_merge_2", true, true, false, false, false, false, false,
+     true, false, false, /*max_write_buffer_number=*/2, /*min_to_merge=*/2},
+    {"max_write_buffer_size_to_maintain", true, true, false, false, false,
+     false, false, true, false, false, 4, 1, /*maintain=*/1 << 20},
+    {"memtable_prefix_bloom", true, true, false, false, false, false, false,
+     true, false, false, 4, 1, 0, /*prefix_bloom=*/true},
+    {"transaction_db", true, false, false, false, false, false, false, true,
+     false, false, 4, 1, 0, false, Txn::kPessimistic},
+    {"optimistic_transaction_db", true, false, false, false, false, false,
+     false, true, false, false, 4, 1, 0, false, Txn::kOptimistic},
+};
+const Config& ConfigNamed(const std::string& name) {
+  for (const Config& c : kConfigs) {
+    if (name == c.name) return c;
+  }
+  std::fprintf(stderr, "unknown config %s\n", name.c_str());
+  std::abort();
+}
 
 class AppendOperator : public rocksdb::AssociativeMergeOperator {
  public:
@@ -147,28 +205,63 @@ void Apply(const Op& op, State* s) {
 
 // ---- Opening the DB ----
 
-rocksdb::DBOptions DbOptions() {
+rocksdb::DBOptions DbOptions(const Config& c = kConfigs[0]) {
   rocksdb::DBOptions o;
   o.create_if_missing = true;
   o.create_missing_column_families = true;
   o.max_background_jobs = 2;
   o.info_log_level = rocksdb::InfoLogLevel::WARN_LEVEL;
+  o.manual_wal_flush = c.manual_wal_flush;
+  o.enable_pipelined_write = c.pipelined;
+  o.two_write_queues = c.two_write_queues;
+  o.allow_concurrent_memtable_write = c.concurrent_memtable;
+  o.atomic_flush = c.atomic_flush;
+  o.avoid_flush_during_recovery = c.avoid_flush_during_recovery;
   return o;
 }
 
 std::vector<rocksdb::ColumnFamilyDescriptor> Cfs(
     std::shared_ptr<rocksdb::MemTableRepFactory> factory = nullptr,
-    size_t write_buffer_size = kSmallWriteBuffer) {
+    size_t write_buffer_size = kSmallWriteBuffer,
+    const Config& c = kConfigs[0]) {
   std::vector<rocksdb::ColumnFamilyDescriptor> cfs;
   for (const char* n : kCfNames) {
     rocksdb::ColumnFamilyOptions co;
     co.write_buffer_size = write_buffer_size;
-    co.max_write_buffer_number = 4;
+    co.max_write_buffer_number = c.max_write_buffer_number;
+    co.min_write_buffer_number_to_merge = c.min_to_merge;
+    co.max_write_buffer_size_to_maintain = c.maintain;
+    if (c.prefix_bloom) {
+      co.prefix_extractor.reset(rocksdb::NewFixedPrefixTransform(4));
+      co.memtable_prefix_bloom_size_ratio = 0.1;
+    }
     co.merge_operator = std::make_shared<AppendOperator>();
     co.memtable_factory = factory;
     cfs.emplace_back(n, co);
   }
   return cfs;
+}
+
+// DB::Open, or the transaction DB the config names.
+rocksdb::Status OpenRocks(
+    const Config& c, const std::string& path,
+    const std::vector<rocksdb::ColumnFamilyDescriptor>& cfs,
+    std::vector<rocksdb::ColumnFamilyHandle*>* handles, rocksdb::DB** db) {
+  if (c.txn == Txn::kPessimistic) {
+    rocksdb::TransactionDB* t = nullptr;
+    rocksdb::Status s = rocksdb::TransactionDB::Open(
+        DbOptions(c), rocksdb::TransactionDBOptions(), path, cfs, handles, &t);
+    *db = t;
+    return s;
+  }
+  if (c.txn == Txn::kOptimistic) {
+    rocksdb::OptimisticTransactionDB* t = nullptr;
+    rocksdb::Status s = rocksdb::OptimisticTransactionDB::Open(
+        DbOptions(c), path, cfs, handles, &t);
+    *db = t;
+    return s;
+  }
+  return rocksdb::DB::Open(DbOptions(c), path, cfs, handles, db);
 }
 
 RecoveryOptions Ropts(const std::string& dir) {
@@ -182,10 +275,11 @@ RecoveryOptions Ropts(const std::string& dir) {
 rocksdb::Status Open(const std::string& dir, bool wrapper,
                      std::vector<rocksdb::ColumnFamilyHandle*>* handles,
                      rocksdb::DB** db, RecoveryReport* report,
-                     size_t write_buffer_size = kSmallWriteBuffer) {
+                     size_t write_buffer_size = kSmallWriteBuffer,
+                     const Config& c = kConfigs[0]) {
   RecoveryOptions ro = Ropts(dir);
   if (wrapper) {
-    return OpenDB(DbOptions(), dir + "/db", Cfs(nullptr, write_buffer_size),
+    return OpenDB(DbOptions(c), dir + "/db", Cfs(nullptr, write_buffer_size, c),
                   handles, db, ro, report);
   }
   bool existed = access((ro.pool_dir + "/flintkv.pool").c_str(), F_OK) == 0;
@@ -199,9 +293,9 @@ rocksdb::Status Open(const std::string& dir, bool wrapper,
   std::shared_ptr<rocksdb::MemTableRepFactory> f;
   rocksdb::Status s = NewMemTableRepFactory(mo, &f);
   if (!s.ok()) return s;
-  auto cfs = Cfs(f, write_buffer_size);
+  auto cfs = Cfs(f, write_buffer_size, c);
   for (auto& cf : cfs) cf.options.disable_auto_compactions = existed;
-  s = rocksdb::DB::Open(DbOptions(), dir + "/db", cfs, handles, db);
+  s = OpenRocks(c, dir + "/db", cfs, handles, db);
   if (s.ok() && existed) s = RecoverInto(*db, *handles, ro, report);
   for (size_t i = 0; s.ok() && existed && i < handles->size(); i++) {
     s = (*db)->SetOptions((*handles)[i],
@@ -217,6 +311,43 @@ void CloseDb(rocksdb::DB* db, std::vector<rocksdb::ColumnFamilyHandle*>* h) {
 }
 
 // ---- Child ----
+
+rocksdb::Status CommitOnce(rocksdb::DB* db, Txn txn,
+                           const rocksdb::WriteOptions& wo,
+                           const std::vector<rocksdb::ColumnFamilyHandle*>& h,
+                           const Op& op) {
+  std::unique_ptr<rocksdb::Transaction> t(
+      txn == Txn::kPessimistic
+          ? static_cast<rocksdb::TransactionDB*>(db)->BeginTransaction(wo)
+          : static_cast<rocksdb::OptimisticTransactionDB*>(db)
+                ->BeginTransaction(wo));
+  for (const Mut& m : op) {
+    rocksdb::Status s;
+    if (m.kind == Kind::kPut) {
+      s = t->Put(h[m.cf], m.key, m.value);
+    } else if (m.kind == Kind::kDelete) {
+      s = t->Delete(h[m.cf], m.key);
+    } else {
+      s = t->Merge(h[m.cf], m.key, m.value);
+    }
+    if (!s.ok()) return s;
+  }
+  return t->Commit();
+}
+
+// One operation as a transaction commit. An optimistic commit that cannot
+// validate against the memtable history returns TryAgain (RocksDB's
+// contract, with any memtable): the same transaction is retried.
+rocksdb::Status Commit(rocksdb::DB* db, Txn txn,
+                       const rocksdb::WriteOptions& wo,
+                       const std::vector<rocksdb::ColumnFamilyHandle*>& h,
+                       const Op& op) {
+  rocksdb::Status s;
+  do {
+    s = CommitOnce(db, txn, wo, h, op);
+  } while (s.IsTryAgain() || s.IsBusy());
+  return s;
+}
 
 [[noreturn]] void ChildMain() {
   std::string dir = std::getenv("FLINTKV_RDB_CRASH_DIR");
@@ -238,25 +369,31 @@ void CloseDb(rocksdb::DB* db, std::vector<rocksdb::ColumnFamilyHandle*>* h) {
   // "H" and waits to be killed, with every acknowledged write unflushed.
   const char* hold_env = std::getenv("FLINTKV_RDB_CRASH_HOLD");
   uint64_t hold = hold_env ? std::strtoull(hold_env, nullptr, 10) : 0;
+  const char* config_env = std::getenv("FLINTKV_RDB_CRASH_CONFIG");
+  const Config& config = ConfigNamed(config_env ? config_env : "default");
   std::vector<rocksdb::ColumnFamilyHandle*> h;
   rocksdb::DB* db = nullptr;
   RecoveryReport rep;
-  rocksdb::Status s = Open(dir, wrapper, &h, &db, &rep,
-                           hold ? kNoFlushWriteBuffer : kSmallWriteBuffer);
+  rocksdb::Status s =
+      Open(dir, wrapper, &h, &db, &rep,
+           hold ? kNoFlushWriteBuffer : kSmallWriteBuffer, config);
   if (!s.ok()) {
     std::fprintf(stderr, "child: open: %s\n", s.ToString().c_str());
     _exit(3);
   }
   if (write(fd, "R\n", 2) != 2) _exit(4);
   rocksdb::WriteOptions wo;
-  wo.disableWAL = true;
+  wo.disableWAL = !config.wal;
+  wo.sync = config.sync;
   std::vector<std::thread> threads;
   for (int t = 0; t < kThreads; t++) {
     threads.emplace_back([&, t] {
       for (uint64_t n = start[t]; !hold || n < start[t] + hold; n++) {
         Op op = GenOp(seed, t, n);
         rocksdb::Status st;
-        if (op.size() == 1) {
+        if (config.txn != Txn::kNone) {
+          st = Commit(db, config.txn, wo, h, op);
+        } else if (op.size() == 1) {
           const Mut& m = op[0];
           if (m.kind == Kind::kPut) {
             st = db->Put(wo, h[m.cf], m.key, m.value);
@@ -305,6 +442,7 @@ const bool kIsChild = [] {
 struct Campaign {
   std::string dir;
   bool wrapper;
+  const Config* config = &kConfigs[0];
   uint64_t seed;
   uint64_t next[kThreads] = {0, 0, 0};  // next op number per thread
   State state[kThreads];                // verified state per thread
@@ -335,6 +473,7 @@ void RunChild(Campaign* c, int acks, int64_t last[kThreads], int hold = 0) {
     setenv("FLINTKV_RDB_CRASH_FD", std::to_string(p[1]).c_str(), 1);
     setenv("FLINTKV_RDB_CRASH_START", start.c_str(), 1);
     if (hold) setenv("FLINTKV_RDB_CRASH_HOLD", std::to_string(hold).c_str(), 1);
+    setenv("FLINTKV_RDB_CRASH_CONFIG", c->config->name, 1);
     execl("/proc/self/exe", "rocksdb_crash_test", static_cast<char*>(nullptr));
     _exit(127);
   }
@@ -407,7 +546,8 @@ void RecoverAndCheck(Campaign* c, const int64_t last[kThreads], int round) {
   rocksdb::DB* db = nullptr;
   RecoveryReport rep;
   // The parent recovers through the same path as the child's mode.
-  rocksdb::Status s = Open(c->dir, c->wrapper, &h, &db, &rep);
+  rocksdb::Status s =
+      Open(c->dir, c->wrapper, &h, &db, &rep, kSmallWriteBuffer, *c->config);
   ASSERT_TRUE(s.ok()) << "round " << round << ": " << s.ToString();
   for (int t = 0; t < kThreads; t++) {
     // Operations next..last are acknowledged; last+1 may be in flight.
@@ -455,18 +595,20 @@ void RecoverAndCheck(Campaign* c, const int64_t last[kThreads], int round) {
   CloseDb(db, &h);
 }
 
-void RunCampaign(bool wrapper) {
+void RunCampaign(bool wrapper, const Config& config = kConfigs[0],
+                 int quick_kills = 25, int long_kills = 1500) {
   if (FLINTKV_TEST_TSAN) {
     GTEST_SKIP() << "librocksdb is not TSAN-instrumented";
   }
   Campaign c;
   c.dir = test::TestDir() + "/flintkv_rdb_crash." + std::to_string(getpid()) +
-          (wrapper ? ".w" : ".p");
+          "." + config.name + (wrapper ? ".w" : ".p");
   c.wrapper = wrapper;
+  c.config = &config;
   const char* seed_env = std::getenv("FLINTKV_SEED");
   c.seed = seed_env ? std::strtoull(seed_env, nullptr, 10)
                     : static_cast<uint64_t>(time(nullptr));
-  int kills = test::LongMode() ? 1500 : test::Scaled(25, 4, 3);
+  int kills = test::LongMode() ? long_kills : test::Scaled(quick_kills, 4, 3);
   std::system(("rm -rf " + c.dir).c_str());
   std::mt19937_64 rng(c.seed);
   SCOPED_TRACE("FLINTKV_SEED=" + std::to_string(c.seed));
@@ -476,8 +618,8 @@ void RunCampaign(bool wrapper) {
     ASSERT_NO_FATAL_FAILURE(RunChild(&c, acks, last));
     ASSERT_NO_FATAL_FAILURE(RecoverAndCheck(&c, last, round));
   }
-  std::printf("%s: %d kills, %llu acknowledged operations checked\n",
-              wrapper ? "wrapper" : "plain", kills,
+  std::printf("%s %s: %d kills, %llu acknowledged operations checked\n",
+              config.name, wrapper ? "wrapper" : "plain", kills,
               static_cast<unsigned long long>(c.acked_total));
   std::system(("rm -rf " + c.dir).c_str());
 }
@@ -487,6 +629,32 @@ TEST(RocksdbCrashTest, WrapperKillCampaignBatchesAtomic) { RunCampaign(true); }
 TEST(RocksdbCrashTest, PlainFactoryKillCampaignNoLostWrites) {
   RunCampaign(false);
 }
+
+// The configuration matrix (docs/rocksdb_config_matrix.md): every accepted
+// option the matrix lists gets a kill campaign in each mode it is offered.
+class ConfigCampaign
+    : public ::testing::TestWithParam<std::tuple<const Config*, bool>> {};
+
+TEST_P(ConfigCampaign, KillAndRecover) {
+  RunCampaign(std::get<1>(GetParam()), *std::get<0>(GetParam()), 4, 200);
+}
+
+std::vector<std::tuple<const Config*, bool>> MatrixRows() {
+  std::vector<std::tuple<const Config*, bool>> rows;
+  for (const Config& c : kConfigs) {
+    if (std::string(c.name) == "default") continue;  // the two tests above
+    if (c.plain) rows.emplace_back(&c, false);
+    if (c.wrapper) rows.emplace_back(&c, true);
+  }
+  return rows;
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Matrix, ConfigCampaign, ::testing::ValuesIn(MatrixRows()),
+    [](const ::testing::TestParamInfo<std::tuple<const Config*, bool>>& i) {
+      return std::string(std::get<0>(i.param)->name) +
+             (std::get<1>(i.param) ? "_wrapper" : "_plain");
+    });
 
 // A DB::Open with the plain factory over unrecovered memtables must fail
 // (new writes would reuse their sequence numbers, P6), and recovery then
