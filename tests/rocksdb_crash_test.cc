@@ -649,6 +649,19 @@ std::vector<std::tuple<const Config*, bool>> MatrixRows() {
   return rows;
 }
 
+#ifdef FLINTKV_SOURCE_DIR
+// The matrix in the docs names every campaign row this file runs.
+TEST(RocksdbCrashTest, ConfigMatrixDocumented) {
+  std::string doc = test::ReadFile(std::string(FLINTKV_SOURCE_DIR) +
+                                   "/docs/rocksdb_config_matrix.md");
+  ASSERT_FALSE(doc.empty());
+  for (const Config& c : kConfigs) {
+    EXPECT_NE(doc.find(std::string("`") + c.name + "`"), std::string::npos)
+        << c.name << " is not in docs/rocksdb_config_matrix.md";
+  }
+}
+#endif
+
 INSTANTIATE_TEST_SUITE_P(
     Matrix, ConfigCampaign, ::testing::ValuesIn(MatrixRows()),
     [](const ::testing::TestParamInfo<std::tuple<const Config*, bool>>& i) {

@@ -398,12 +398,12 @@ TEST_F(DropinTest, StaleWatermarkDoesNotDropPlainWrites) {
 
 // 8c, 8g, section 2 (MemPurge): options that would bypass persistence are
 // refused at DB::Open with a message naming the option.
-TEST_F(DropinTest, UnsupportedOptionsRefusedAtOpen) {
-  struct Case {
-    const char* option;
-    std::function<void(rocksdb::Options*)> set;
-  };
-  std::vector<Case> cases = {
+struct RefusedCase {
+  const char* option;
+  std::function<void(rocksdb::Options*)> set;
+};
+std::vector<RefusedCase> RefusedCases() {
+  return {
       {"inplace_update_support",
        [](rocksdb::Options* o) { o->inplace_update_support = true; }},
       {"inplace_callback",
@@ -423,7 +423,10 @@ TEST_F(DropinTest, UnsupportedOptionsRefusedAtOpen) {
          static TsComparator ts;
          o->comparator = &ts;
        }}};
-  for (const Case& c : cases) {
+}
+
+TEST_F(DropinTest, UnsupportedOptionsRefusedAtOpen) {
+  for (const RefusedCase& c : RefusedCases()) {
     SCOPED_TRACE(c.option);
     rocksdb::Options o = PlainOptions(dir_);
     c.set(&o);
@@ -445,6 +448,22 @@ TEST_F(DropinTest, UnsupportedOptionsRefusedAtOpen) {
     EXPECT_NE(s.ToString().find(opt), std::string::npos) << s.ToString();
   }
 }
+
+#ifdef FLINTKV_SOURCE_DIR
+// Every refused option is in the configuration matrix of the docs.
+TEST_F(DropinTest, ConfigMatrixDocumented) {
+  std::string doc = test::ReadFile(std::string(FLINTKV_SOURCE_DIR) +
+                                   "/docs/rocksdb_config_matrix.md");
+  ASSERT_FALSE(doc.empty());
+  for (const RefusedCase& c : RefusedCases()) {
+    EXPECT_NE(doc.find(c.option), std::string::npos)
+        << c.option << " is not in docs/rocksdb_config_matrix.md";
+  }
+  for (const char* opt : {"two_write_queues", "unordered_write"}) {
+    EXPECT_NE(doc.find(opt), std::string::npos) << opt;
+  }
+}
+#endif
 
 // avoid_flush_during_shutdown is a promise OpenDB keeps: the unflushed
 // memtable stays in the pool and the next OpenDB brings it back.

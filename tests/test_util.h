@@ -132,6 +132,18 @@ inline std::string Printable(std::string_view s, size_t max_len = 80) {
   return out;
 }
 
+// Reads a whole file ("" if it cannot be read).
+inline std::string ReadFile(const std::string& path) {
+  std::string out;
+  FILE* f = std::fopen(path.c_str(), "rb");
+  if (!f) return out;
+  char buf[4096];
+  size_t n;
+  while ((n = std::fread(buf, 1, sizeof(buf), f)) > 0) out.append(buf, n);
+  std::fclose(f);
+  return out;
+}
+
 // Writes `data` to `path` (truncating). Returns false on failure.
 inline bool WriteFile(const std::string& path, std::string_view data) {
   FILE* f = std::fopen(path.c_str(), "wb");
