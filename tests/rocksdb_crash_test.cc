@@ -705,7 +705,13 @@ TEST(RocksdbCrashTest, OpenOverLeftoversRefusedUntilRecovered) {
     rocksdb::Status s =
         rocksdb::DB::Open(DbOptions(), dir + "/db", Cfs(f), &h, &db);
     ASSERT_FALSE(s.ok());
-    EXPECT_NE(s.ToString().find("recover"), std::string::npos) << s.ToString();
+    // The message says exactly what to run.
+    EXPECT_NE(s.ToString().find("flintkv_tool recover --db="),
+              std::string::npos)
+        << s.ToString();
+    EXPECT_NE(s.ToString().find("--pool_dir=" + dir + "/pool"),
+              std::string::npos)
+        << s.ToString();
   }
   ASSERT_NO_FATAL_FAILURE(RecoverAndCheck(&c, last, 0));
   std::system(("rm -rf " + dir).c_str());

@@ -885,14 +885,29 @@ TEST(FlintOptionsTest, BadOptionStringsFailCleanly) {
       "id=flintkv;pool_dir=" + pool_dir + ";latency_model=fast",
       "id=flintkv;pool_dir=" + pool_dir + ";pool_size=abc",
       "id=flintkv;pool_dir=" + pool_dir + ";chunk_size=1",
-      "id=flintkv",            // missing pool_dir
-      "id=flintkv;pool_dir=",  // empty pool_dir
       "id=flintkv;pool_dir=/proc/flintkv_no_such_dir",
       "flintkv;pool_dir=" + pool_dir,  // no id=
   };
   for (const std::string& s : bad) {
     rocksdb::Status st = create(s);
     EXPECT_FALSE(st.ok()) << s;
+  }
+  // Without a pool_dir the factory parses (an OPTIONS file names it without
+  // one, and tools that load it put their own factory in), but DB::Open
+  // refuses it and says what is missing.
+  for (const std::string& s : {"id=flintkv", "id=flintkv;pool_dir="}) {
+    std::shared_ptr<rocksdb::MemTableRepFactory> f;
+    ASSERT_TRUE(rocksdb::MemTableRepFactory::CreateFromString(co, s, &f).ok())
+        << s;
+    rocksdb::Options o;
+    o.create_if_missing = true;
+    o.memtable_factory = f;
+    rocksdb::DB* db = nullptr;
+    rocksdb::Status st = rocksdb::DB::Open(o, dir.path() + "/nopool_db", &db);
+    EXPECT_FALSE(st.ok()) << s;
+    EXPECT_NE(st.ToString().find("pool_dir is required"), std::string::npos)
+        << st.ToString();
+    delete db;
   }
   // Foreign files where the pool should be.
   struct Foreign {

@@ -59,8 +59,14 @@ class FlintKVFactory : public rocksdb::MemTableRepFactory {
   // Runs after the options string is applied: checks values and opens the
   // pool, so a bad pool fails option parsing / DB::Open, not a later write.
   rocksdb::Status PrepareOptions(const rocksdb::ConfigOptions& co) override {
-    rocksdb::Status s = Open();
-    if (!s.ok()) return s;
+    // An OPTIONS file records this factory by name only, so a tool loading
+    // one (flintkv_tool recover, LoadLatestOptions) gets it without a
+    // pool_dir; DB::Open still refuses it (ValidateOptions) unless the
+    // loader puts its own factory in.
+    if (!options_.pool_dir.empty()) {
+      rocksdb::Status s = Open();
+      if (!s.ok()) return s;
+    }
     return rocksdb::MemTableRepFactory::PrepareOptions(co);
   }
 
@@ -69,15 +75,21 @@ class FlintKVFactory : public rocksdb::MemTableRepFactory {
       const rocksdb::ColumnFamilyOptions& cf) const override {
     if (!pool_) {
       return rocksdb::Status::InvalidArgument(
-          "flintkv: factory has no pool (PrepareOptions failed or not run)");
+          options_.pool_dir.empty()
+              ? "flintkv: pool_dir is required, e.g. "
+                "--memtablerep=\"id=flintkv;pool_dir=/dev/shm/db1\""
+              : "flintkv: factory has no pool (PrepareOptions failed or not "
+                "run)");
     }
     if (pool_->leftover_state.load() == PoolHandle::kPending) {
       return rocksdb::Status::InvalidArgument(
           "flintkv: pool " + pool_->pool()->path() + " holds " +
           std::to_string(pool_->leftover_lists().size()) +
-          " unflushed memtable(s) of an earlier run; recover them first "
-          "(flintkv_tool recover --db=<db> --pool_dir=<dir>, or "
-          "flintkv::OpenDB / flintkv::RecoverDB)");
+          " unflushed memtable(s) of a crashed run; recover them first: "
+          "flintkv_tool recover --db=<this DB's path> --pool_dir=" +
+          options_.pool_dir +
+          " (or open the DB with flintkv::OpenDB, which recovers by "
+          "itself)");
     }
     rocksdb::Status us = RejectUnsupported(db, cf);
     if (!us.ok()) return us;
