@@ -3,14 +3,17 @@
 # sanitizer builds (ASAN+UBSAN, TSAN). .ci/run calls exactly this.
 #   FLINTKV_LONG_TESTS=1  long crash campaigns / kill loops instead of quick
 #   --no-sanitizers       Release build and tests only (developer loop)
+#   --no-peers            skip RocksDB's own verifiers (db_stress, unit tests)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ROOT=$PWD
 JOBS=${JOBS:-$(nproc)}
 SANITIZERS=1
+PEERS=1
 for a in "$@"; do
   case "$a" in
     --no-sanitizers) SANITIZERS=0 ;;
+    --no-peers) PEERS=0 ;;
     *) echo "unknown option $a" >&2; exit 2 ;;
   esac
 done
@@ -42,5 +45,12 @@ if [ "$SANITIZERS" = 1 ]; then
     -DFLINTKV_BUILD_BENCH=OFF -DFLINTKV_WITH_ROCKSDB=OFF
   (cd build-tsan && TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1 \
      ctest --output-on-failure -j1 --timeout 1800 -L concurrency)
+fi
+if [ "$PEERS" = 1 ]; then
+  # Built from Debian's rocksdb source package into .cache/ (rebuilt when
+  # absent); fails if flintkv fails a check the skiplist passes, beyond the
+  # differences listed in scripts/rocksdb_peer_known.txt.
+  echo "=== RocksDB's own verifiers with flintkv vs the skiplist (quick)"
+  scripts/rocksdb_peer_tests.sh --quick
 fi
 echo "=== all test stages passed in $(( $(date +%s) - start )) s"
