@@ -335,5 +335,40 @@ TEST_F(ReviewTest, WrapperReopenInProcessRecoversKeptMemtables) {
   delete db;
 }
 
+// FlintDB::Close marks itself closed, disables the watermark and gives up
+// wrapper ownership even when DB::Close refuses (Aborted: an unreleased
+// snapshot) and the DB stays open. With avoid_flush_during_shutdown the
+// memtable is then destroyed later (at delete) as a plain-factory one and
+// its list is dropped: the acknowledged write is lost.
+TEST_F(ReviewTest, WrapperCloseAbortedBySnapshotKeepsWrites) {
+  rocksdb::Options o = BaseOptions();
+  o.avoid_flush_during_shutdown = true;
+  auto open = [&]() {
+    std::vector<rocksdb::ColumnFamilyHandle*> h;
+    rocksdb::DB* db = nullptr;
+    rocksdb::Status s = OpenDB(o, DbDir(dir_), {{"default", o}}, &h, &db,
+                               Ro(dir_));
+    EXPECT_TRUE(s.ok()) << s.ToString();
+    for (auto* cf : h) {
+      if (cf != db->DefaultColumnFamily()) db->DestroyColumnFamilyHandle(cf);
+    }
+    return db;
+  };
+  rocksdb::DB* db = open();
+  ASSERT_NE(db, nullptr);
+  const rocksdb::Snapshot* snap = db->GetSnapshot();
+  ASSERT_TRUE(db->Put(rocksdb::WriteOptions(), "x", "1").ok());
+  rocksdb::Status cs = db->Close();
+  EXPECT_TRUE(cs.IsAborted()) << cs.ToString();
+  db->ReleaseSnapshot(snap);
+  ASSERT_TRUE(db->Put(rocksdb::WriteOptions(), "y", "2").ok());
+  delete db;
+  db = open();
+  ASSERT_NE(db, nullptr);
+  EXPECT_EQ(Get(db, db->DefaultColumnFamily(), "x"), "1");
+  EXPECT_EQ(Get(db, db->DefaultColumnFamily(), "y"), "2");
+  delete db;
+}
+
 }  // namespace
 }  // namespace flintkv
