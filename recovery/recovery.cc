@@ -287,6 +287,10 @@ rocksdb::Status RecoverInto(
     bool check = copies.valid || st.memtable_entries ||
                  (own.any && st.file_seq >= own.min);
     replay::NewerLists newer;
+    for (size_t j = 0; check && j <= i; j++) {
+      if (rocks::MetaOf(replay[j])->column_family_id != cf->first) continue;
+      newer.own_and_older.push_back(copy_range[replay[j]->list_id]);
+    }
     for (size_t j = i + 1; check && j < replay.size(); j++) {
       if (rocks::MetaOf(replay[j])->column_family_id != cf->first) continue;
       newer.seqs.push_back(seq_range[replay[j]->list_id]);
