@@ -172,7 +172,17 @@ rocksdb::Status BeginRecovery(const std::string& pool_dir) {
   Status s = GetExistingPool(pool_dir, &h);
   if (!s.ok()) return ToRocks(s);
   int expected = PoolHandle::kPending;
-  h->leftover_state.compare_exchange_strong(expected, PoolHandle::kClaimed);
+  if (!h->leftover_state.compare_exchange_strong(expected,
+                                                 PoolHandle::kClaimed) &&
+      expected != PoolHandle::kClaimed) {
+    // The handle outlived an earlier DB of this process (something still
+    // holds it): its leftover snapshot predates the lists that DB left
+    // unflushed (avoid_flush_during_shutdown under OpenDB). Retake it.
+    h->RescanLeftovers();
+    if (!h->leftover_lists().empty()) {
+      h->leftover_state = PoolHandle::kClaimed;
+    }
+  }
   std::lock_guard<std::mutex> g(ClaimMutex());
   Claims()[PoolHandle::PoolPath(pool_dir)] = h;
   return rocksdb::Status::OK();
