@@ -173,8 +173,11 @@ class FlintDB : public rocksdb::StackableDB {
 
   rocksdb::Status Close() override {
     if (closed_) return rocksdb::Status::OK();
-    closed_ = true;
     rocksdb::Status s = db_->Close();
+    // Aborted (an unreleased snapshot): the DB stays open and in use, so
+    // the watermark and the wrapper's ownership of unflushed lists stay.
+    if (s.IsAborted()) return s;
+    closed_ = true;
     // Nothing is in flight any more: every entry in the pool is published,
     // so plain users of the pool may come next.
     wm_.Disable();

@@ -172,7 +172,17 @@ rocksdb::Status BeginRecovery(const std::string& pool_dir) {
   Status s = GetExistingPool(pool_dir, &h);
   if (!s.ok()) return ToRocks(s);
   int expected = PoolHandle::kPending;
-  h->leftover_state.compare_exchange_strong(expected, PoolHandle::kClaimed);
+  if (!h->leftover_state.compare_exchange_strong(expected,
+                                                 PoolHandle::kClaimed) &&
+      expected != PoolHandle::kClaimed) {
+    // The handle outlived an earlier DB of this process (something still
+    // holds it): its leftover snapshot predates the lists that DB left
+    // unflushed (avoid_flush_during_shutdown under OpenDB). Retake it.
+    h->RescanLeftovers();
+    if (!h->leftover_lists().empty()) {
+      h->leftover_state = PoolHandle::kClaimed;
+    }
+  }
   std::lock_guard<std::mutex> g(ClaimMutex());
   Claims()[PoolHandle::PoolPath(pool_dir)] = h;
   return rocksdb::Status::OK();
@@ -287,6 +297,10 @@ rocksdb::Status RecoverInto(
     bool check = copies.valid || st.memtable_entries ||
                  (own.any && st.file_seq >= own.min);
     replay::NewerLists newer;
+    for (size_t j = 0; check && j <= i; j++) {
+      if (rocks::MetaOf(replay[j])->column_family_id != cf->first) continue;
+      newer.own_and_older.push_back(copy_range[replay[j]->list_id]);
+    }
     for (size_t j = i + 1; check && j < replay.size(); j++) {
       if (rocks::MetaOf(replay[j])->column_family_id != cf->first) continue;
       newer.seqs.push_back(seq_range[replay[j]->list_id]);

@@ -96,10 +96,21 @@ struct CopyRange {
 // newer list's entry for that key is already there (flushed together with
 // this list and hiding it, or WAL-replayed, or copied by an interrupted
 // recovery): the group is superseded and must not be replayed on top.
+// Sequence numbers are reused after a WAL-less reopen, so an interrupted
+// recovery's copy of this list's or an OLDER list's entry can sit inside a
+// newer list's own sequence range. Such a version is older data, never a
+// newer list's entry: `own_and_older` holds the copy ranges of this list
+// and of the older lists of the column family, and versions inside them do
+// not supersede. (A newer list's entry that is in the DB got there before
+// the first recovery opened it, so below every copy range.)
 struct NewerLists {
   std::vector<SeqRange> seqs;
   std::vector<CopyRange> copies;
+  std::vector<CopyRange> own_and_older;
   bool Contains(uint64_t s) const {
+    for (const CopyRange& r : own_and_older) {
+      if (r.Contains(s)) return false;
+    }
     for (const SeqRange& r : seqs) {
       if (r.Contains(s)) return true;
     }

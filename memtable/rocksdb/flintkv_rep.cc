@@ -108,9 +108,12 @@ FlintRep::FlintRep(const rocksdb::MemTableRep::KeyComparator& cmp,
       root_(root),
       logger_(logger),
       list_(&cmp_, pool_->pool(), root,
-            RepListOptions(pool_->pool()->chunk_size())) {}
+            RepListOptions(pool_->pool()->chunk_size())) {
+  pool_->AddLive(root_->list_id);
+}
 
 FlintRep::~FlintRep() {
+  pool_->RemoveLive(root_->list_id);
   // A memtable RocksDB destroys without MarkFlushed was either written to
   // SST some other way (the flush at the end of WAL recovery), is in the
   // WAL (Close with WAL-logged writes does not flush), belongs to a dropped

@@ -83,5 +83,26 @@ Status PoolHandle::Get(const std::string& pool_dir, uint64_t pool_size,
   return Status::OK();
 }
 
+void PoolHandle::AddLive(uint64_t list_id) {
+  std::lock_guard<std::mutex> g(live_mu_);
+  live_.insert(list_id);
+}
+
+void PoolHandle::RemoveLive(uint64_t list_id) {
+  std::lock_guard<std::mutex> g(live_mu_);
+  live_.erase(list_id);
+}
+
+void PoolHandle::RescanLeftovers() {
+  std::lock_guard<std::mutex> g(live_mu_);
+  leftovers_.clear();
+  for (pmem::ListRoot* l : pool_->Lists()) {
+    if (l->kind == pmem::kListMemtable && l->head.next != 0 &&
+        !live_.count(l->list_id)) {
+      leftovers_.push_back(l->list_id);
+    }
+  }
+}
+
 }  // namespace rocks
 }  // namespace flintkv

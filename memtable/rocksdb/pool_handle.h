@@ -5,6 +5,8 @@
 
 #include <atomic>
 #include <memory>
+#include <mutex>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -46,7 +48,18 @@ class PoolHandle {
   // pool. Plain factory use drops such lists (see FlintRep::~FlintRep).
   std::atomic<bool> wrapper_owned{false};
 
+  // Lists backing a live memtable (FlintRep) of this process.
+  void AddLive(uint64_t list_id);
+  void RemoveLive(uint64_t list_id);
+  // Retakes the leftover snapshot: memtable lists holding entries that no
+  // live memtable of this process owns. Used by recovery when the handle
+  // outlived an earlier DB of this process (its snapshot is then stale:
+  // lists kept unflushed by that DB's Close are leftovers now).
+  void RescanLeftovers();
+
  private:
+  std::mutex live_mu_;
+  std::set<uint64_t> live_;
   std::vector<uint64_t> leftovers_;
   std::unique_ptr<pmem::Pool> pool_;
 };

@@ -1,0 +1,374 @@
+// Adversarial review regressions for the RocksDB drop-in (recovery rules,
+// list lifecycle). Same style as rocksdb_dropin_test.cc: a child process
+// (this binary re-executed with FLINTKV_REVIEW_CHILD naming a scenario)
+// writes and then SIGKILLs itself, or is killed at a FLINTKV_CRASH_POINT, so
+// what was acknowledged before the crash is known exactly. No timing
+// dependence.
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cstdlib>
+#include <cstring>
+#include <functional>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "flintkv/recovery.h"
+#include "flintkv/rocksdb_memtable.h"
+#include "rocksdb/db.h"
+#include "rocksdb/env.h"
+#include "rocksdb/merge_operator.h"
+#include "test_util.h"
+
+namespace flintkv {
+namespace {
+
+std::string Key(int i) {
+  char b[16];
+  std::snprintf(b, sizeof(b), "k%06d", i);
+  return b;
+}
+
+std::string DbDir(const std::string& dir) { return dir + "/db"; }
+std::string PoolDir(const std::string& dir) { return dir + "/pool"; }
+
+rocksdb::Options BaseOptions() {
+  rocksdb::Options o;
+  o.create_if_missing = true;
+  o.create_missing_column_families = true;
+  o.info_log_level = rocksdb::InfoLogLevel::ERROR_LEVEL;
+  return o;
+}
+
+std::shared_ptr<rocksdb::MemTableRepFactory> Factory(const std::string& dir) {
+  MemTableOptions mo;
+  mo.pool_dir = PoolDir(dir);
+  mo.pool_size = 256ull << 20;
+  std::shared_ptr<rocksdb::MemTableRepFactory> f;
+  rocksdb::Status s = NewMemTableRepFactory(mo, &f);
+  if (!s.ok()) {
+    std::fprintf(stderr, "factory: %s\n", s.ToString().c_str());
+    std::abort();
+  }
+  return f;
+}
+
+RecoveryOptions Ro(const std::string& dir) {
+  RecoveryOptions ro;
+  ro.pool_dir = PoolDir(dir);
+  ro.pool_size = 256ull << 20;
+  return ro;
+}
+
+void Check(const rocksdb::Status& s, const char* what) {
+  if (!s.ok()) {
+    std::fprintf(stderr, "%s: %s\n", what, s.ToString().c_str());
+    std::abort();
+  }
+}
+
+using Scenario = std::function<void(const std::string& dir)>;
+std::map<std::string, Scenario>& Scenarios() {
+  static std::map<std::string, Scenario> m;
+  return m;
+}
+struct Register {
+  Register(const char* name, Scenario f) { Scenarios()[name] = std::move(f); }
+};
+
+[[noreturn]] void Die() {
+  raise(SIGKILL);
+  std::abort();
+}
+
+// ---- An older list's copy taken for a newer list's entry ----
+// Three unflushed memtables A1, A2, A3 of the default column family
+// (min_write_buffer_number_to_merge=3 keeps them all), key "a" = v1 in A1
+// and v2 in A2. Column family "b" is flushed in the middle of A3, so the
+// DB's LastSequence at the next open (SST max) lies inside A3's sequence
+// range: a recovery's first copies get sequence numbers A3 also used.
+void FillUntilImm(rocksdb::DB* db, int* next, uint64_t want) {
+  rocksdb::WriteOptions wo;
+  wo.disableWAL = true;
+  uint64_t n = 0;
+  for (int i = 0; n < want && i < 1000000; i++) {
+    Check(db->Put(wo, Key((*next)++), std::string(100, 'f')), "fill");
+    db->GetIntProperty("rocksdb.num-immutable-mem-table", &n);
+  }
+  if (n != want) std::abort();
+}
+
+rocksdb::Options ThreeListOptions(const std::string& d) {
+  rocksdb::Options o = BaseOptions();
+  o.memtable_factory = Factory(d);
+  o.write_buffer_size = 4 << 20;
+  o.min_write_buffer_number_to_merge = 3;
+  o.max_write_buffer_number = 6;
+  return o;
+}
+
+Register cp1("three_lists", [](const std::string& d) {
+  rocksdb::Options o = ThreeListOptions(d);
+  std::vector<rocksdb::ColumnFamilyHandle*> h;
+  rocksdb::DB* db;
+  Check(rocksdb::DB::Open(o, DbDir(d), {{"default", o}, {"b", o}}, &h, &db),
+        "open");
+  rocksdb::WriteOptions wo;
+  wo.disableWAL = true;
+  int next = 0;
+  Check(db->Put(wo, "a", "v1"), "a=v1");  // A1
+  FillUntilImm(db, &next, 1);
+  Check(db->Put(wo, "a", "v2"), "a=v2");  // A2
+  FillUntilImm(db, &next, 2);
+  Check(db->Put(wo, "z1", "z"), "z1");  // A3
+  Check(db->Put(wo, h[1], "y", "b"), "b:y");
+  Check(db->Put(wo, "z2", "z"), "z2");
+  Check(db->Put(wo, "z3", "z"), "z3");
+  Check(db->Flush(rocksdb::FlushOptions(), h[1]), "flush b");  // SST max
+  Die();
+});
+
+// A recovery killed when its first flush is installed (MarkFlushed): the
+// first copies of A1 are in SST, nothing of A2. Small write buffers and
+// max_write_buffer_number=2 stop the replay until that flush is done, so
+// the flush holds only copies of A1 (which is 4 MiB).
+Register cp2("recover_first_flush_crash", [](const std::string& d) {
+  setenv("FLINTKV_CRASH_POINT", "flintkv_mark_flushed", 1);
+  rocksdb::Options o = BaseOptions();
+  o.write_buffer_size = 256 << 10;
+  o.max_write_buffer_number = 2;
+  RecoveryOptions ro = Ro(d);
+  ro.batch_bytes = 64 << 10;
+  RecoverDB(o, DbDir(d), {{"default", o}, {"b", o}}, ro, nullptr);
+  std::abort();  // the crash point must have fired
+});
+
+// ---- WAL-logged DeleteRange over a WAL-less Put ----
+Register dr1("mixed_wal_delete_range", [](const std::string& d) {
+  rocksdb::Options o = BaseOptions();
+  o.memtable_factory = Factory(d);
+  rocksdb::DB* db;
+  Check(rocksdb::DB::Open(o, DbDir(d), &db), "open");
+  rocksdb::WriteOptions nowal;
+  nowal.disableWAL = true;
+  Check(db->Put(nowal, "k", "v"), "put (WAL off)");
+  Check(db->DeleteRange(rocksdb::WriteOptions(), db->DefaultColumnFamily(),
+                        "a", "z"),
+        "delete range (WAL on)");
+  Die();
+});
+
+const int kChild = [] {
+  const char* name = std::getenv("FLINTKV_REVIEW_CHILD");
+  if (name) {
+    auto it = Scenarios().find(name);
+    if (it == Scenarios().end()) std::abort();
+    it->second(std::getenv("FLINTKV_REVIEW_DIR"));
+    std::exit(0);
+  }
+  return 0;
+}();
+
+void RunChild(const std::string& name, const std::string& dir) {
+  pid_t pid = fork();
+  ASSERT_GE(pid, 0);
+  if (pid == 0) {
+    setenv("FLINTKV_REVIEW_CHILD", name.c_str(), 1);
+    setenv("FLINTKV_REVIEW_DIR", dir.c_str(), 1);
+    execl("/proc/self/exe", "rocksdb_review_test", static_cast<char*>(nullptr));
+    _exit(127);
+  }
+  int status = 0;
+  ASSERT_EQ(waitpid(pid, &status, 0), pid);
+  ASSERT_TRUE(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL)
+      << name << ": child did not reach its crash (status " << status << ")";
+}
+
+class ReviewTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (FLINTKV_TEST_TSAN)
+      GTEST_SKIP() << "librocksdb is not TSAN-instrumented";
+    const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
+    dir_ = test::TestDir() + "/flintkv_review_" + info->name() + "." +
+           std::to_string(getpid());
+    std::system(("rm -rf " + dir_).c_str());
+  }
+  void TearDown() override { std::system(("rm -rf " + dir_).c_str()); }
+
+  std::string Get(rocksdb::DB* db, rocksdb::ColumnFamilyHandle* cf,
+                  const std::string& k) {
+    std::string v;
+    rocksdb::Status s = db->Get(rocksdb::ReadOptions(), cf, k, &v);
+    return s.ok() ? v : "<" + s.ToString() + ">";
+  }
+
+  std::string dir_;
+};
+
+// The "superseded by a newer list" rule takes the copy an interrupted
+// recovery made of A1's "a" (its sequence number lies in A3's range) for a
+// newer list's entry and skips A2's "a": the acknowledged v2 is lost and
+// the older v1 is what the DB returns.
+TEST_F(ReviewTest, OlderListCopyDoesNotSupersedeNewerGroup) {
+  ASSERT_NO_FATAL_FAILURE(RunChild("three_lists", dir_));
+  ASSERT_NO_FATAL_FAILURE(RunChild("recover_first_flush_crash", dir_));
+  rocksdb::Options o = BaseOptions();
+  RecoveryReport rep;
+  rocksdb::Status s =
+      RecoverDB(o, DbDir(dir_), {{"default", o}, {"b", o}}, Ro(dir_), &rep);
+  ASSERT_TRUE(s.ok()) << s.ToString();
+  std::vector<rocksdb::ColumnFamilyHandle*> h;
+  rocksdb::DB* db = nullptr;
+  ASSERT_TRUE(
+      rocksdb::DB::Open(o, DbDir(dir_), {{"default", o}, {"b", o}}, &h, &db)
+          .ok());
+  EXPECT_EQ(Get(db, h[0], "a"), "v2") << rep.ToString();
+  EXPECT_EQ(Get(db, h[0], "z1"), "z");
+  EXPECT_EQ(Get(db, h[0], "z3"), "z");
+  EXPECT_EQ(Get(db, h[1], "y"), "b");
+  EXPECT_EQ(Get(db, h[0], Key(0)), std::string(100, 'f'));
+  for (auto* cf : h) db->DestroyColumnFamilyHandle(cf);
+  delete db;
+}
+
+// ---- A failed flush at Close ----
+// An Env whose SST files cannot be created once `fail` is set (a full or
+// failing disk).
+class FailSstEnv : public rocksdb::EnvWrapper {
+ public:
+  explicit FailSstEnv(rocksdb::Env* base) : rocksdb::EnvWrapper(base) {}
+  const char* Name() const override { return "FailSstEnv"; }
+  rocksdb::Status NewWritableFile(const std::string& f,
+                                  std::unique_ptr<rocksdb::WritableFile>* r,
+                                  const rocksdb::EnvOptions& o) override {
+    if (fail.load() && f.size() > 4 && f.substr(f.size() - 4) == ".sst") {
+      return rocksdb::Status::IOError("injected: no space for " + f);
+    }
+    return target()->NewWritableFile(f, r, o);
+  }
+  std::atomic<bool> fail{false};
+};
+
+// Plain factory, WAL off (the intended use): a Close whose shutdown flush
+// fails (RocksDB ignores that error) destroys the memtable, and ~FlintRep
+// drops the list although its acknowledged entries exist nowhere else.
+TEST_F(ReviewTest, FailedCloseFlushKeepsAcknowledgedWrites) {
+  FailSstEnv env(rocksdb::Env::Default());
+  {
+    rocksdb::Options o = BaseOptions();
+    o.env = &env;
+    o.memtable_factory = Factory(dir_);
+    rocksdb::DB* db = nullptr;
+    ASSERT_TRUE(rocksdb::DB::Open(o, DbDir(dir_), &db).ok());
+    rocksdb::WriteOptions wo;
+    wo.disableWAL = true;
+    ASSERT_TRUE(db->Put(wo, "k", "acked").ok());
+    env.fail = true;
+    rocksdb::Status cs = db->Close();  // the shutdown flush fails
+    delete db;
+    env.fail = false;
+  }
+  // Whatever the pool kept is recovered (RecoverDB is a no-op without
+  // leftovers).
+  rocksdb::Status s = RecoverDB(BaseOptions(), DbDir(dir_), {}, Ro(dir_),
+                                nullptr);
+  ASSERT_TRUE(s.ok()) << s.ToString();
+  rocksdb::DB* db = nullptr;
+  ASSERT_TRUE(rocksdb::DB::Open(BaseOptions(), DbDir(dir_), &db).ok());
+  EXPECT_EQ(Get(db, db->DefaultColumnFamily(), "k"), "acked")
+      << "an acknowledged WAL-less write vanished at Close";
+  delete db;
+}
+
+// Plain factory, one write with the WAL off and a later DeleteRange with
+// the WAL on (both acknowledged). RocksDB's WAL replay restores the range
+// tombstone; recovery then replays the Put from the pool at a new, higher
+// sequence number, above the tombstone: the deleted value comes back.
+TEST_F(ReviewTest, WalLoggedDeleteRangeNotUndoneByReplay) {
+  ASSERT_NO_FATAL_FAILURE(RunChild("mixed_wal_delete_range", dir_));
+  rocksdb::Status s =
+      RecoverDB(BaseOptions(), DbDir(dir_), {}, Ro(dir_), nullptr);
+  if (!s.ok()) {
+    GTEST_SUCCEED() << "refused: " << s.ToString();
+    return;
+  }
+  rocksdb::DB* db = nullptr;
+  ASSERT_TRUE(rocksdb::DB::Open(BaseOptions(), DbDir(dir_), &db).ok());
+  EXPECT_EQ(Get(db, db->DefaultColumnFamily(), "k"), "<NotFound: >")
+      << "a value deleted by an acknowledged DeleteRange resurfaced";
+  delete db;
+}
+
+// flintkv::OpenDB twice in one process with avoid_flush_during_shutdown
+// while something else in the process (here: a factory the caller made
+// for the same pool_dir, as the plain-factory docs show) keeps the pool
+// handle alive. The handle's leftover snapshot is from the first open, so
+// the second OpenDB does not recover the memtable the first one kept.
+TEST_F(ReviewTest, WrapperReopenInProcessRecoversKeptMemtables) {
+  auto user_factory = Factory(dir_);  // alive for the whole test
+  rocksdb::Options o = BaseOptions();
+  o.avoid_flush_during_shutdown = true;
+  auto open = [&]() {
+    std::vector<rocksdb::ColumnFamilyHandle*> h;
+    rocksdb::DB* db = nullptr;
+    rocksdb::Status s = OpenDB(o, DbDir(dir_), {{"default", o}}, &h, &db,
+                               Ro(dir_));
+    EXPECT_TRUE(s.ok()) << s.ToString();
+    for (auto* cf : h) {
+      if (cf != db->DefaultColumnFamily()) db->DestroyColumnFamilyHandle(cf);
+    }
+    return db;
+  };
+  rocksdb::DB* db = open();
+  ASSERT_NE(db, nullptr);
+  ASSERT_TRUE(db->Put(rocksdb::WriteOptions(), "x", "1").ok());
+  delete db;  // the memtable stays in the pool
+  db = open();
+  ASSERT_NE(db, nullptr);
+  EXPECT_EQ(Get(db, db->DefaultColumnFamily(), "x"), "1")
+      << "an acknowledged write is missing after an in-process reopen";
+  delete db;
+}
+
+// FlintDB::Close marks itself closed, disables the watermark and gives up
+// wrapper ownership even when DB::Close refuses (Aborted: an unreleased
+// snapshot) and the DB stays open. With avoid_flush_during_shutdown the
+// memtable is then destroyed later (at delete) as a plain-factory one and
+// its list is dropped: the acknowledged write is lost.
+TEST_F(ReviewTest, WrapperCloseAbortedBySnapshotKeepsWrites) {
+  rocksdb::Options o = BaseOptions();
+  o.avoid_flush_during_shutdown = true;
+  auto open = [&]() {
+    std::vector<rocksdb::ColumnFamilyHandle*> h;
+    rocksdb::DB* db = nullptr;
+    rocksdb::Status s = OpenDB(o, DbDir(dir_), {{"default", o}}, &h, &db,
+                               Ro(dir_));
+    EXPECT_TRUE(s.ok()) << s.ToString();
+    for (auto* cf : h) {
+      if (cf != db->DefaultColumnFamily()) db->DestroyColumnFamilyHandle(cf);
+    }
+    return db;
+  };
+  rocksdb::DB* db = open();
+  ASSERT_NE(db, nullptr);
+  const rocksdb::Snapshot* snap = db->GetSnapshot();
+  ASSERT_TRUE(db->Put(rocksdb::WriteOptions(), "x", "1").ok());
+  rocksdb::Status cs = db->Close();
+  EXPECT_TRUE(cs.IsAborted()) << cs.ToString();
+  db->ReleaseSnapshot(snap);
+  ASSERT_TRUE(db->Put(rocksdb::WriteOptions(), "y", "2").ok());
+  delete db;
+  db = open();
+  ASSERT_NE(db, nullptr);
+  EXPECT_EQ(Get(db, db->DefaultColumnFamily(), "x"), "1");
+  EXPECT_EQ(Get(db, db->DefaultColumnFamily(), "y"), "2");
+  delete db;
+}
+
+}  // namespace
+}  // namespace flintkv
