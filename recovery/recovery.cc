@@ -269,14 +269,16 @@ rocksdb::Status RecoverInto(
       continue;
     }
     replay::CopyRange& copies = copy_range[l->list_id];
-    if (meta->copy_first_plus1 != 0) {
-      copies.valid = true;
-      copies.first = meta->copy_first_plus1 - 1;
-      copies.last =
-          meta->copy_last_plus1 ? meta->copy_last_plus1 - 1 : UINT64_MAX;
+    for (int k = 0; k < rocks::kMaxCopySpans; k++) {
+      uint64_t* span = &meta->copy_spans[2 * k];
+      if (span[0] == 0) break;
+      // A recovery that died replaying this list wrote its last copy before
+      // this one opened the DB (P11): close its span there.
+      if (span[1] == 0) PersistCopyBound(&span[1], open_seq);
+      copies.spans.emplace_back(span[0] - 1, span[1] - 1);
     }
     const CfState& st = cf_state[cf->first];
-    if (st.file_seq > 0 || st.memtable_entries || copies.valid) {
+    if (st.file_seq > 0 || st.memtable_entries || copies.valid()) {
       Status s = replay::ListSeqRange(pool, l, cf->second->GetComparator(),
                                       &seq_range[l->list_id]);
       if (!s.ok()) return fail(ToRocks(s));
@@ -294,7 +296,7 @@ rocksdb::Status RecoverInto(
     // it.
     const CfState& st = cf_state[cf->first];
     const replay::SeqRange& own = seq_range[l->list_id];
-    bool check = copies.valid || st.memtable_entries ||
+    bool check = copies.valid() || st.memtable_entries ||
                  (own.any && st.file_seq >= own.min);
     replay::NewerLists newer;
     for (size_t j = 0; check && j <= i; j++) {
@@ -308,14 +310,17 @@ rocksdb::Status RecoverInto(
     }
     if (check) r->lists_checked++;
     r->triage_seconds = Seconds(start);
-    // P11: this run's copies of l get sequence numbers above `first`
-    // (earlier runs' copies, if any, lie above the old first, which is
-    // kept).
-    if (!copies.valid) {
-      PersistCopyBound(&meta->copy_first_plus1, db->GetLatestSequenceNumber());
+    // P11: this run's copies of l get a span of their own, persisted
+    // before the first copy is written.
+    if (copies.spans.size() == rocks::kMaxCopySpans) {
+      return fail(rocksdb::Status::Incomplete(
+          "flintkv: list " + std::to_string(l->list_id) + " was copied by " +
+          std::to_string(rocks::kMaxCopySpans) +
+          " interrupted recoveries already; refusing to replay it again "
+          "(the pool is unchanged)"));
     }
-    meta->copy_last_plus1 = 0;
-    pmem::PmemPersist::Persist(&meta->copy_last_plus1, sizeof(uint64_t));
+    uint64_t* span = &meta->copy_spans[2 * copies.spans.size()];
+    PersistCopyBound(&span[0], db->GetLatestSequenceNumber());
     InternalKeyCmp cmp(cf->second->GetComparator());
     auto chunks = replay::ChunkRanges(pool, l->list_id);
     replay::ListReplayer rp(db, cf->second, o, r->watermark_used, r->watermark,
@@ -330,7 +335,7 @@ rocksdb::Status RecoverInto(
     rocksdb::Status fs = rp.Finish();
     if (!ws.ok()) return fail(ToRocks(ws));
     if (!fs.ok()) return fail(fs);
-    PersistCopyBound(&meta->copy_last_plus1, db->GetLatestSequenceNumber());
+    PersistCopyBound(&span[1], db->GetLatestSequenceNumber());
     CrashPoint("recovery_after_list");
     r->lists_replayed++;
     to_drop.push_back(l);

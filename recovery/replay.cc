@@ -171,8 +171,7 @@ bool ListReplayer::Present(
     const Entry& e, const std::vector<rocksdb::KeyVersion>& versions) const {
   for (const rocksdb::KeyVersion& v : versions) {
     if (v.sequence > open_seq_) continue;  // this recovery's own copy
-    if (copies_.valid && v.sequence > copies_.first &&
-        v.sequence <= copies_.last) {
+    if (copies_.Contains(v.sequence)) {
       // A copy an interrupted recovery wrote of this key's group (only that
       // recovery wrote in this range; a group is never split across its
       // WriteBatches, so the whole group reached the DB with it).

@@ -81,13 +81,17 @@ struct SeqRange {
 Status ListSeqRange(pmem::Pool* pool, pmem::ListRoot* l,
                     const rocksdb::Comparator* ucmp, SeqRange* out);
 
-// Sequence numbers an interrupted recovery gave its copies of one list:
-// (first, last]; last == UINT64_MAX when it died while replaying the list.
+// Sequence numbers earlier, interrupted recoveries gave their copies of one
+// list: one span (first, last] per recovery (P11).
 struct CopyRange {
-  bool valid = false;
-  uint64_t first = 0;
-  uint64_t last = 0;
-  bool Contains(uint64_t s) const { return valid && s > first && s <= last; }
+  std::vector<std::pair<uint64_t, uint64_t>> spans;
+  bool valid() const { return !spans.empty(); }
+  bool Contains(uint64_t s) const {
+    for (const auto& [first, last] : spans) {
+      if (s > first && s <= last) return true;
+    }
+    return false;
+  }
 };
 
 // Where the entries of the same column family's *newer* leftover lists may

@@ -13,19 +13,22 @@ constexpr uint64_t kMemtableMetaMagic = 0x314154454d544e46ull;  // "FNTMETA1"
 // MemtableMeta::recovery_state: a recovery found this list's data missing
 // from the SST files and will replay it (recovery/recovery.cc).
 constexpr uint32_t kReplayPending = 1;
+// Interrupted recoveries of one list whose copies recovery can recognise.
+constexpr int kMaxCopySpans = 4;
 
 struct MemtableMeta {
   uint64_t magic;
   uint32_t column_family_id;
   uint32_t recovery_state;  // 0, or kReplayPending (set by flintkv recovery)
   uint64_t created_micros;  // wall clock, for `flintkv_tool inspect`
-  // P11: a recovery replaying this list gives its copies sequence numbers
-  // in (copy_first, copy_last]; it persists copy_first + 1 before writing
-  // the first copy and copy_last + 1 after the last (0: not set; an unset
-  // copy_last with a set copy_first means "died while replaying").
-  uint64_t copy_first_plus1;
-  uint64_t copy_last_plus1;
-  uint64_t reserved[11];
+  // P11: each recovery that replays this list gives its copies sequence
+  // numbers in one span (first, last], stored as first + 1, last + 1 in the
+  // next free pair; it persists first before writing the first copy and
+  // last after the last one (0: not set; a set first with an unset last
+  // means that recovery died while replaying the list, and the next one
+  // closes the span at the sequence number it opens the DB with).
+  uint64_t copy_spans[2 * kMaxCopySpans];
+  uint64_t reserved[5];
 };
 static_assert(sizeof(MemtableMeta) <= sizeof(pmem::ListRoot::user),
               "MemtableMeta must fit the user area");
