@@ -89,7 +89,8 @@ class DurableSkipList {
   // PUT (Algorithm 1). On OK the node is durable and visible.
   Status Insert(pmem::NvmNode* node, InsertResult* result = nullptr);
   // WRITEBATCH (Algorithms 3-4): all nodes become durable and visible
-  // atomically. Keys must be pairwise distinct.
+  // atomically. Keys must be pairwise distinct (InvalidArgument otherwise,
+  // with nothing inserted; the allocated nodes stay unused in the arena).
   Status InsertBatch(pmem::NvmNode* const* nodes, size_t n);
 
   // Rebuilds the index from the persistent list (§5). See P4.
@@ -171,6 +172,7 @@ class DurableSkipList {
   void ProcessBatch(std::vector<PutAdv>* batch);
   void Promote(PutAdv* adv);
   bool IsDuplicate(const IndexNode* inode, const IndexNode* succ) const;
+  bool HasDuplicateKeys(pmem::NvmNode* const* nodes, size_t n) const;
 
   // Traversal helpers for readers.
   const IndexNode* FindGreaterOrEqual(const char* key, uint64_t vv) const;

@@ -5,6 +5,7 @@
 #include <immintrin.h>
 #include <sched.h>
 
+#include <algorithm>
 #include <cstring>
 
 #include "memtable/list_walk.h"
@@ -208,6 +209,11 @@ Status DurableSkipList<P>::Insert(pmem::NvmNode* node, InsertResult* result) {
 template <class P>
 Status DurableSkipList<P>::InsertBatch(pmem::NvmNode* const* nodes, size_t n) {
   if (n == 0) return Status::OK();
+  if (HasDuplicateKeys(nodes, n)) {
+    // Two nodes of one key would get the same version, and recovery finds
+    // the list unsorted (Corruption).
+    return Status::InvalidArgument("write batch holds a key twice");
+  }
   int tid = ThreadId::Get();
   if (tid < 0) return Status::Busy("more than 512 concurrent writer threads");
   std::vector<PutAdv> advs(n);
@@ -241,6 +247,23 @@ Status DurableSkipList<P>::InsertBatch(pmem::NvmNode* const* nodes, size_t n) {
   Attach(slot);  // a batch always succeeds (in-combiner retry)
   for (PutAdv& a : advs) Promote(&a);
   return Status::OK();
+}
+
+template <class P>
+bool DurableSkipList<P>::HasDuplicateKeys(pmem::NvmNode* const* nodes,
+                                          size_t n) const {
+  if (n < 2) return false;
+  std::vector<const pmem::NvmNode*> sorted(nodes, nodes + n);
+  std::sort(sorted.begin(), sorted.end(),
+            [this](const pmem::NvmNode* a, const pmem::NvmNode* b) {
+              return cmp_->Compare(a->data(), b->data()) < 0;
+            });
+  for (size_t i = 1; i < n; i++) {
+    if (cmp_->Compare(sorted[i - 1]->data(), sorted[i]->data()) == 0) {
+      return true;
+    }
+  }
+  return false;
 }
 
 // ATTACH (Alg. 1 lines 27-44): advertise, then either observe completion or
