@@ -126,6 +126,9 @@ class DurableSkipList {
   // Estimated number of entries ordered before key (RocksDB's
   // ApproximateNumEntries), from the index levels; O(log n).
   uint64_t EstimateCountBefore(const char* key) const;
+  // Entries (all versions) with start <= key < end: exact for ranges of up
+  // to a few thousand entries, else the level estimate.
+  uint64_t CountRange(const char* start, const char* end) const;
   size_t NumEntries() const;
   size_t DramBytes() const;
   size_t PmemBytes() const {
@@ -179,6 +182,7 @@ class DurableSkipList {
   const IndexNode* FindLessThan(const char* key) const;  // nullptr key: last
   bool Before(const IndexNode* a, const IndexNode* b) const;
 
+  int HeightFor(const char* key, uint32_t key_size) const;
   static int RandomHeight();
   uint64_t ToOffset(const void* p) const { return region_->ToOffset(p); }
 

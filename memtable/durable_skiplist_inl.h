@@ -48,6 +48,28 @@ DurableSkipList<P>::~DurableSkipList() {
   }
 }
 
+// unique_keys (RocksDB internal keys): the height is a hash of the key, so
+// the index, and with it ApproximateNumEntries, depends only on the set of
+// keys, not on which threads inserted them in what order. Not for versioned
+// lists: every version of a key would get the same height.
+template <class P>
+int DurableSkipList<P>::HeightFor(const char* key, uint32_t key_size) const {
+  if (!options_.unique_keys) return RandomHeight();
+  uint64_t x = 0xcbf29ce484222325ull;  // FNV-1a, then a 64-bit finaliser
+  for (uint32_t i = 0; i < key_size; i++) {
+    x = (x ^ static_cast<unsigned char>(key[i])) * 0x100000001b3ull;
+  }
+  x ^= x >> 33;
+  x *= 0xff51afd7ed558ccdull;
+  x ^= x >> 33;
+  int h = 1;
+  while (h < kMaxHeight && (x & 3) == 0) {  // branching factor 4
+    x >>= 2;
+    h++;
+  }
+  return h;
+}
+
 template <class P>
 int DurableSkipList<P>::RandomHeight() {
   // Branching factor 4, as RocksDB's skiplists; xorshift per thread.
@@ -117,7 +139,7 @@ Status DurableSkipList<P>::PrepareOnce(pmem::NvmNode* node, IndexNode** inode) {
     // P1: body flushed now, fenced by Prepare's PERSIST_RANGE.
     P::Flush(node, sizeof(pmem::NvmNode) + node->data_size);
   }
-  int height = RandomHeight();
+  int height = HeightFor(node->data(), node->key_size);
   *inode = NewIndexNode(node, node->data(), node->key_size, height,
                         pmem::kUncommittedVersion);
   if (!*inode) return Status::NoSpace("out of DRAM for the index");
@@ -450,6 +472,24 @@ uint64_t DurableSkipList<P>::EstimateCountBefore(const char* key) const {
   return count;
 }
 
+template <class P>
+uint64_t DurableSkipList<P>::CountRange(const char* start,
+                                        const char* end) const {
+  // Exact at level 0 up to a bound (deterministic for small ranges, where
+  // the level estimate is poorest), then the O(log n) estimate.
+  constexpr uint64_t kExactLimit = 4096;
+  uint64_t n = 0;
+  for (const IndexNode* x = FindGreaterOrEqual(start, UINT64_MAX);
+       x && cmp_->Compare(x->key(), end) < 0; x = x->Next(0)) {
+    if (++n > kExactLimit) {
+      uint64_t a = EstimateCountBefore(start);
+      uint64_t b = EstimateCountBefore(end);
+      return std::max(n, b > a ? b - a : 0);
+    }
+  }
+  return n;
+}
+
 // Per-slot counters are written by their owner thread only; the sums are
 // approximate while writers run (RocksDB asks for estimates).
 template <class P>
@@ -495,7 +535,7 @@ Status DurableSkipList<P>::Recover(RecoveryStats* stats) {
           st.rolled_back_batch++;  // P3
           return WalkDecision::kDrop;
         }
-        int h = RandomHeight();
+        int h = HeightFor(n->data(), n->key_size);
         auto* pn = const_cast<pmem::NvmNode*>(n);
         IndexNode* in =
             NewIndexNode(pn, pn->data(), pn->key_size, h, n->version);

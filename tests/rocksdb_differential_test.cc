@@ -50,26 +50,7 @@ constexpr uint64_t kPoolSize = 256ull << 20;
 constexpr uint64_t kChunkSize = 64 << 10;
 constexpr size_t kWriteBufferSize = 256 << 10;
 
-// A fresh directory under the test dir, removed (with its contents) on
-// destruction.
-class TempDir {
- public:
-  explicit TempDir(const std::string& tag) {
-    static std::atomic<int> counter{0};
-    path_ = test::TestDir() + "/flintkv_rdiff_" + tag + "_" +
-            std::to_string(getpid()) + "_" + std::to_string(counter++);
-    fs::remove_all(path_);
-    fs::create_directories(path_);
-  }
-  ~TempDir() {
-    std::error_code ec;
-    fs::remove_all(path_, ec);
-  }
-  const std::string& path() const { return path_; }
-
- private:
-  std::string path_;
-};
+using test::TempDir;
 
 // Merge operator: values joined with ','.
 class AppendOperator : public rocksdb::AssociativeMergeOperator {

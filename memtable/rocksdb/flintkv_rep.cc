@@ -209,10 +209,8 @@ void FlintRep::Get(const rocksdb::LookupKey& k, void* callback_args,
 uint64_t FlintRep::ApproximateNumEntries(const rocksdb::Slice& start_ikey,
                                          const rocksdb::Slice& end_ikey) {
   std::string a, b;
-  uint64_t start =
-      list_.EstimateCountBefore(EncodeTarget(start_ikey, nullptr, &a));
-  uint64_t end = list_.EstimateCountBefore(EncodeTarget(end_ikey, nullptr, &b));
-  return end > start ? end - start : 0;
+  return list_.CountRange(EncodeTarget(start_ikey, nullptr, &a),
+                          EncodeTarget(end_ikey, nullptr, &b));
 }
 
 void FlintRep::UniqueRandomSample(const uint64_t num_entries,
