@@ -39,6 +39,7 @@
 #include "flintkv/status.h"
 #include "memtable/index_node.h"
 #include "memtable/key_comparator.h"
+#include "memtable/node_arena.h"
 #include "memtable/thread_id.h"
 #include "pmem/layout.h"
 #include "pmem/region.h"
@@ -56,7 +57,7 @@ struct SkipListOptions {
   bool collapse_versions = true;
   // Benchmark baseline: run every phase of every update under one mutex.
   bool global_lock = false;
-  // Bytes per PMEM chunk handed to a writer thread.
+  // Bytes per PMEM chunk of the list's node arena.
   size_t chunk_size = 4 << 20;
 };
 
@@ -78,9 +79,9 @@ class DurableSkipList {
   DurableSkipList(const DurableSkipList&) = delete;
   DurableSkipList& operator=(const DurableSkipList&) = delete;
 
-  // Reserves an unlinked node with data_size bytes of data in this thread's
-  // PMEM arena. The caller writes data (length-prefixed key, then payload)
-  // and calls SealNode. NoSpace when the region is full.
+  // Reserves an unlinked node with data_size bytes of data in the list's
+  // PMEM arena (any thread). The caller writes data (length-prefixed key, then
+  // payload) and calls SealNode. NoSpace when the region is full.
   Status AllocateNode(size_t data_size, pmem::NvmNode** node,
                       bool use_reserve = false);
   // Finishes the header of an allocated node (key_size, flags, check).
@@ -131,9 +132,10 @@ class DurableSkipList {
   uint64_t CountRange(const char* start, const char* end) const;
   size_t NumEntries() const;
   size_t DramBytes() const;
-  size_t PmemBytes() const {
-    return pmem_bytes_.load(std::memory_order_relaxed);
-  }
+  // Pool bytes held by the list's chunks.
+  size_t PmemBytes() const { return arena_.ReservedBytes(); }
+  // Of those, bytes nodes took (NodeArena::UsedBytes).
+  size_t PmemBytesUsed() const { return arena_.UsedBytes(); }
   const KeyComparator* comparator() const { return cmp_; }
   pmem::ListRoot* root() const { return root_; }
   pmem::Region* region() const { return region_; }
@@ -153,8 +155,6 @@ class DurableSkipList {
     std::atomic<int> status{kEmpty};
     PutAdv* put = nullptr;
     std::vector<PutAdv>* batch = nullptr;
-    char* arena_cur = nullptr;  // this thread's PMEM bump arena
-    char* arena_end = nullptr;
     // Written by the owner thread only (load + store, no RMW), read by any.
     std::atomic<uint64_t> nodes{0};
     std::atomic<uint64_t> dram_bytes{0};
@@ -190,12 +190,12 @@ class DurableSkipList {
   pmem::Region* const region_;
   pmem::ListRoot* const root_;
   const SkipListOptions options_;
+  NodeArena arena_;
   IndexNode* head_;
   std::atomic<int> max_height_{1};
   std::atomic<uint64_t> visible_version_{0};
   alignas(64) std::atomic<bool> combiner_lock_{false};
   std::mutex global_mu_;  // global_lock baseline only
-  std::atomic<size_t> pmem_bytes_{0};
   std::vector<Slot> slots_;
 };
 

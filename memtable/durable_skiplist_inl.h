@@ -34,6 +34,7 @@ DurableSkipList<P>::DurableSkipList(const KeyComparator* cmp,
       region_(region),
       root_(root),
       options_(options),
+      arena_(region, root->list_id, options.chunk_size),
       slots_(ThreadId::kMaxThreads) {
   head_ = NewIndexNode(&root_->head, "", 0, kMaxHeight, 0);
 }
@@ -89,34 +90,14 @@ int DurableSkipList<P>::RandomHeight() {
 template <class P>
 Status DurableSkipList<P>::AllocateNode(size_t data_size, pmem::NvmNode** node,
                                         bool use_reserve) {
-  int tid = ThreadId::Get();
-  if (tid < 0) return Status::Busy("more than 512 concurrent writer threads");
   if (data_size > UINT32_MAX) {
     return Status::InvalidArgument("entry larger than 4 GiB");
   }
-  Slot& s = slots_[tid];
-  size_t size = pmem::NvmNode::AllocSize(data_size);
-  if (static_cast<size_t>(s.arena_end - s.arena_cur) < size) {
-    char* begin;
-    size_t len;
-    // A node of more than a quarter chunk gets a chunk of its own, so big
-    // values do not waste the rest of the thread's arena; so does every node
-    // taken from the reserve, which must last until RocksDB switches.
-    bool own = size > options_.chunk_size / 4 || use_reserve;
-    Status st = region_->NewChunk(root_->list_id, own ? size : 0, use_reserve,
-                                  &begin, &len);
-    if (!st.ok()) return st;
-    pmem_bytes_.fetch_add(len, std::memory_order_relaxed);
-    if (own) {
-      *node = reinterpret_cast<pmem::NvmNode*>(begin);
-      (*node)->data_size = static_cast<uint32_t>(data_size);
-      return Status::OK();
-    }
-    s.arena_cur = begin;
-    s.arena_end = begin + len;
-  }
-  *node = reinterpret_cast<pmem::NvmNode*>(s.arena_cur);
-  s.arena_cur += size;
+  char* p;
+  Status s =
+      arena_.Allocate(pmem::NvmNode::AllocSize(data_size), use_reserve, &p);
+  if (!s.ok()) return s;
+  *node = reinterpret_cast<pmem::NvmNode*>(p);
   (*node)->data_size = static_cast<uint32_t>(data_size);
   return Status::OK();
 }

@@ -595,8 +595,10 @@ TEST_P(DifferentialTest, RandomOps) {
     ASSERT_EQ("", CompareScans(&pair, nullptr, nullptr, &entries));
     EXPECT_GT(entries, 100u);
   }
-  // Memtables filled up and were switched and flushed by RocksDB itself.
-  EXPECT_GT(pair.flint().flushes->auto_.load(), test::SanitizerBuild() ? 0 : 3);
+  // Memtables filled up and were switched and flushed by RocksDB itself
+  // (as often as the default memtable's, 1-2 times, now that usage counts
+  // what nodes use rather than whole per-thread chunks).
+  EXPECT_GT(pair.flint().flushes->auto_.load(), 0);
   EXPECT_GT(pair.flint().SstFiles(), 0);
   // Close and reopen once more: everything was flushed on close.
   pair.Close();

@@ -105,6 +105,50 @@ std::string Key(int i) {
   return buf;
 }
 
+// Issue 8e: big nodes take exactly sized chunks, reserve nodes share them.
+TEST(SkipListArenaTest, BigAndReserveNodesTakeWhatTheyNeed) {
+  test::TempPool tmp;
+  StoreOptions so = test::QuietStoreOptions(tmp.path(), 64ull << 20, 4 << 20);
+  std::unique_ptr<Store> store;
+  ASSERT_TRUE(Store::Open(so, &store).ok());
+  const std::string big((1 << 20) + 1, 'v');
+  for (int i = 0; i < 4; i++) {
+    ASSERT_TRUE(store->Put("big" + std::to_string(i), big).ok());
+  }
+  // Four 1 MiB+1 values (before: four 4 MiB chunks). The pool rounds each
+  // to 1.25 MiB, its allocation unit, and the rest serves later nodes.
+  EXPECT_LE(store->GetStats().pmem_bytes_reserved, 5u << 20);
+
+  // Reserve nodes share a chunk (before: a chunk each).
+  const size_t kChunk = 64 << 10;
+  Fixture f(memtable::SkipListOptions{}, kChunk);
+  for (int i = 0; i < 16; i++) {
+    pmem::NvmNode* node;
+    ASSERT_TRUE(f.list->AllocateNode(100, &node, /*use_reserve=*/true).ok());
+  }
+  EXPECT_LE(f.list->PmemBytes(), kChunk);
+  EXPECT_LE(f.list->PmemBytesUsed(), 16 * pmem::NvmNode::AllocSize(100));
+}
+
+// Issue 8e: many writer threads share a few arena shards instead of taking
+// a chunk each.
+TEST(SkipListArenaTest, ManyThreadsShareChunks) {
+  const size_t kChunk = 64 << 10;
+  Fixture f(memtable::SkipListOptions{}, kChunk);
+  const int kThreads = 64, kPerThread = 10;
+  // Concurrently live threads (a thread's slot lives as long as it does).
+  test::RunLiveThreads(kThreads, [&](int t) {
+    for (int i = 0; i < kPerThread; i++) {
+      ASSERT_TRUE(f.list->Insert(f.Node(Key(t * kPerThread + i), "v")).ok());
+    }
+  });
+  const size_t node_bytes =
+      kThreads * kPerThread * pmem::NvmNode::AllocSize(1 + 7 + 1);
+  EXPECT_LE(f.list->PmemBytes(), 2 * kChunk);  // before: 64 chunks
+  EXPECT_GE(f.list->PmemBytesUsed(), node_bytes);
+  EXPECT_LE(f.list->PmemBytesUsed(), node_bytes + kChunk / 4);
+}
+
 // Issue 8l: the same 1,000 keys inserted in different orders by different
 // numbers of threads give the same counts, exact for small ranges.
 TEST(SkipListEstimateTest, RangeCountsAreExactAndDeterministic) {

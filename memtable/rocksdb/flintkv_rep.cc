@@ -157,8 +157,8 @@ Status FlintRep::AllocateNode(size_t len, pmem::NvmNode** node) {
 }
 
 rocksdb::KeyHandle FlintRep::Allocate(const size_t len, char** buf) {
-  pmem::NvmNode* node;
-  AllocateNode(len, &node);
+  pmem::NvmNode* node = nullptr;
+  AllocateNode(len, &node);  // retries until it succeeds
   *buf = node->data();
   return *buf;
 }
@@ -236,7 +236,7 @@ void FlintRep::UniqueRandomSample(const uint64_t num_entries,
 size_t FlintRep::ApproximateMemoryUsage() {
   size_t frozen = sealed_usage_.load(std::memory_order_acquire);
   if (frozen) return frozen;
-  size_t usage = list_.PmemBytes() + list_.DramBytes();
+  size_t usage = list_.PmemBytesUsed() + list_.DramBytes();
   pmem::Pool* pool = pool_->pool();
   if (pool->ApproxFreeBytes() < 2 * pool->reserve_bytes()) {
     pressure_.store(true, std::memory_order_relaxed);
