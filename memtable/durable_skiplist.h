@@ -9,7 +9,8 @@
 // publishes visible_version) and promote (lock-free upper levels).
 //
 // Thread safety: Insert/InsertBatch/readers/iterators may run concurrently
-// from any threads (at most ThreadId::kMaxThreads at once). Recover() must
+// from any threads (beyond ThreadId::kMaxThreads at once, threads share an
+// overflow slot one at a time). Recover() must
 // run before any other call, on one thread.
 //
 // Persistence invariants (see pmem/layout.h, DESIGN.md):
@@ -166,7 +167,8 @@ class DurableSkipList {
     }
   };
 
-  Status PrepareOnce(pmem::NvmNode* node, IndexNode** inode);
+  Slot* AcquireSlot(std::unique_lock<std::mutex>* overflow);
+  Status PrepareOnce(pmem::NvmNode* node, IndexNode** inode, Slot* slot);
   void Locate(const char* key, IndexNode** preds, IndexNode** succs) const;
   void Prepare(PutAdv* adv);
   int Attach(Slot* slot);
@@ -197,6 +199,8 @@ class DurableSkipList {
   alignas(64) std::atomic<bool> combiner_lock_{false};
   std::mutex global_mu_;  // global_lock baseline only
   std::vector<Slot> slots_;
+  std::mutex overflow_mu_;  // serialises the users of overflow_slot_
+  Slot overflow_slot_;
 };
 
 }  // namespace memtable

@@ -113,7 +113,8 @@ void DurableSkipList<P>::SealNode(pmem::NvmNode* node, uint32_t key_size,
 // Location-independent part of PREPARE (Alg. 1 lines 15-20), done once per
 // operation before the first locate so that locate compares DRAM keys.
 template <class P>
-Status DurableSkipList<P>::PrepareOnce(pmem::NvmNode* node, IndexNode** inode) {
+Status DurableSkipList<P>::PrepareOnce(pmem::NvmNode* node, IndexNode** inode,
+                                       Slot* slot) {
   node->version = pmem::kUncommittedVersion;
   node->next = 0;
   if (!P::Faulty(pmem::Fault::kNoNodeFlush)) {
@@ -124,7 +125,7 @@ Status DurableSkipList<P>::PrepareOnce(pmem::NvmNode* node, IndexNode** inode) {
   *inode = NewIndexNode(node, node->data(), node->key_size, height,
                         pmem::kUncommittedVersion);
   if (!*inode) return Status::NoSpace("out of DRAM for the index");
-  slots_[ThreadId::Get()].Count(IndexNode::AllocSize(height, node->key_size));
+  slot->Count(IndexNode::AllocSize(height, node->key_size));
   int mh = max_height_.load(std::memory_order_relaxed);
   while (height > mh && !max_height_.compare_exchange_weak(
                             mh, height, std::memory_order_relaxed)) {
@@ -177,15 +178,14 @@ bool DurableSkipList<P>::IsDuplicate(const IndexNode* inode,
 template <class P>
 Status DurableSkipList<P>::Insert(pmem::NvmNode* node, InsertResult* result) {
   if (result) *result = InsertResult::kOk;
-  int tid = ThreadId::Get();
-  if (tid < 0) return Status::Busy("more than 512 concurrent writer threads");
+  std::unique_lock<std::mutex> overflow;
+  Slot* slot = AcquireSlot(&overflow);
   PutAdv adv;
   // The global-lock baseline runs every phase under one mutex.
   std::unique_lock<std::mutex> global;
   if (options_.global_lock) global = std::unique_lock<std::mutex>(global_mu_);
-  Status s = PrepareOnce(node, &adv.inode);
+  Status s = PrepareOnce(node, &adv.inode, slot);
   if (!s.ok()) return s;
-  Slot* slot = &slots_[tid];
   while (true) {
     Locate(adv.inode->key(), adv.preds, adv.succs);
     if (IsDuplicate(adv.inode, adv.succs[0])) {
@@ -217,13 +217,13 @@ Status DurableSkipList<P>::InsertBatch(pmem::NvmNode* const* nodes, size_t n) {
     // the list unsorted (Corruption).
     return Status::InvalidArgument("write batch holds a key twice");
   }
-  int tid = ThreadId::Get();
-  if (tid < 0) return Status::Busy("more than 512 concurrent writer threads");
+  std::unique_lock<std::mutex> overflow;
+  Slot* slot = AcquireSlot(&overflow);
   std::vector<PutAdv> advs(n);
   std::unique_lock<std::mutex> global;
   if (options_.global_lock) global = std::unique_lock<std::mutex>(global_mu_);
   for (size_t i = 0; i < n; i++) {
-    Status s = PrepareOnce(nodes[i], &advs[i].inode);
+    Status s = PrepareOnce(nodes[i], &advs[i].inode, slot);
     if (!s.ok()) {
       for (size_t j = 0; j < i; j++) DeleteIndexNode(advs[j].inode);
       return s;
@@ -244,7 +244,6 @@ Status DurableSkipList<P>::InsertBatch(pmem::NvmNode* const* nodes, size_t n) {
     return Status::OK();
   }
   locate_and_prepare();
-  Slot* slot = &slots_[tid];
   slot->put = nullptr;
   slot->batch = &advs;
   Attach(slot);  // a batch always succeeds (in-combiner retry)
@@ -267,6 +266,19 @@ bool DurableSkipList<P>::HasDuplicateKeys(pmem::NvmNode* const* nodes,
     }
   }
   return false;
+}
+
+// The calling thread's advertisement slot. Threads without an id (beyond
+// ThreadId::kMaxThreads, or in thread_local destructors after their id was
+// returned) share the overflow slot, one at a time under *overflow, for the
+// whole operation: no thread ever waits for an id.
+template <class P>
+typename DurableSkipList<P>::Slot* DurableSkipList<P>::AcquireSlot(
+    std::unique_lock<std::mutex>* overflow) {
+  int tid = ThreadId::Get();
+  if (tid >= 0) return &slots_[tid];
+  *overflow = std::unique_lock<std::mutex>(overflow_mu_);
+  return &overflow_slot_;
 }
 
 // ATTACH (Alg. 1 lines 27-44): advertise, then either observe completion or
@@ -293,8 +305,8 @@ int DurableSkipList<P>::Attach(Slot* slot) {
 template <class P>
 void DurableSkipList<P>::CombineAll() {
   int hw = ThreadId::HighWater();
-  for (int i = 0; i < hw; i++) {
-    Slot& s = slots_[i];
+  for (int i = 0; i <= hw; i++) {
+    Slot& s = i < hw ? slots_[i] : overflow_slot_;
     if (s.status.load(std::memory_order_acquire) != kReady) continue;
     if (s.batch) {
       ProcessBatch(s.batch);
@@ -475,7 +487,7 @@ uint64_t DurableSkipList<P>::CountRange(const char* start,
 // approximate while writers run (RocksDB asks for estimates).
 template <class P>
 size_t DurableSkipList<P>::NumEntries() const {
-  size_t n = 0;
+  size_t n = overflow_slot_.nodes.load(std::memory_order_relaxed);
   int hw = ThreadId::HighWater();
   for (int i = 0; i < hw; i++) {
     n += slots_[i].nodes.load(std::memory_order_relaxed);
@@ -485,7 +497,9 @@ size_t DurableSkipList<P>::NumEntries() const {
 
 template <class P>
 size_t DurableSkipList<P>::DramBytes() const {
-  size_t n = IndexNode::AllocSize(kMaxHeight, 0) + slots_.size() * sizeof(Slot);
+  size_t n = IndexNode::AllocSize(kMaxHeight, 0) +
+             (slots_.size() + 1) * sizeof(Slot) +
+             overflow_slot_.dram_bytes.load(std::memory_order_relaxed);
   int hw = ThreadId::HighWater();
   for (int i = 0; i < hw; i++) {
     n += slots_[i].dram_bytes.load(std::memory_order_relaxed);
@@ -504,7 +518,7 @@ Status DurableSkipList<P>::Recover(RecoveryStats* stats) {
   IndexNode* last[kMaxHeight];
   for (auto& l : last) l = head_;
   Status alloc_status;
-  Slot& slot = slots_[ThreadId::Get() < 0 ? 0 : ThreadId::Get()];
+  Slot& slot = overflow_slot_;  // counters only; nothing runs concurrently
   Status s = WalkList(
       *region_, root_, *cmp_, nullptr,
       [&](const pmem::NvmNode* n) {

@@ -99,6 +99,18 @@ TEST(RocksMemtableTest, ManyWriterThreadsDoNotForceFlushes) {
   }
 }
 
+// Issue 8d: more concurrently live writer threads than thread ids (before:
+// the 513th retried forever in FlintRep and stalled the write group).
+TEST(RocksMemtableTest, MoreLiveWriterThreadsThanIds) {
+  TestDb db("600threads", true, 16 << 20);
+  const int kThreads = 600;
+  test::RunLiveThreads(kThreads, [&](int t) { db.Put(Key(t), "v"); });
+  std::string v;
+  for (int t = 0; t < kThreads; t += 7) {
+    ASSERT_TRUE(db.db->Get(rocksdb::ReadOptions(), Key(t), &v).ok()) << t;
+  }
+}
+
 // Issue 8l: the same 1,000 entries written in different orders by
 // different threads give one estimate, exact for a 10-key range.
 TEST(RocksMemtableTest, ApproximateNumEntriesIsExact) {

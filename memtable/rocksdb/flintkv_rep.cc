@@ -172,7 +172,7 @@ bool FlintRep::InsertKey(rocksdb::KeyHandle handle) {
   List::SealNode(node, static_cast<uint32_t>(p - data) + ikey_len, 0);
   memtable::InsertResult result;
   Status s = list_.Insert(node, &result);
-  while (!s.ok()) {  // only thread-id exhaustion or DRAM exhaustion
+  while (!s.ok()) {  // only DRAM exhaustion
     Sleep(1);
     s = list_.Insert(node, &result);
   }
