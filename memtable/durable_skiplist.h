@@ -151,7 +151,8 @@ class DurableSkipList {
     IndexNode* succs[kMaxHeight];
   };
 
-  // Per-thread state, one cache line apart to avoid false sharing.
+  // Per-thread state, one cache line apart to avoid false sharing; in pages
+  // of kSlotsPerPage allocated on first use.
   struct alignas(64) Slot {
     std::atomic<int> status{kEmpty};
     PutAdv* put = nullptr;
@@ -167,6 +168,9 @@ class DurableSkipList {
     }
   };
 
+  Slot* SlotOf(int tid);
+  template <class Self, class Fn>
+  static void ForEachSlot(Self* self, Fn fn);
   Slot* AcquireSlot(std::unique_lock<std::mutex>* overflow);
   Status PrepareOnce(pmem::NvmNode* node, IndexNode** inode, Slot* slot);
   void Locate(const char* key, IndexNode** preds, IndexNode** succs) const;
@@ -198,7 +202,10 @@ class DurableSkipList {
   std::atomic<uint64_t> visible_version_{0};
   alignas(64) std::atomic<bool> combiner_lock_{false};
   std::mutex global_mu_;  // global_lock baseline only
-  std::vector<Slot> slots_;
+  static constexpr int kSlotsPerPage = 32;
+  static constexpr int kSlotPages = ThreadId::kMaxThreads / kSlotsPerPage;
+  std::atomic<Slot*> slot_pages_[kSlotPages] = {};  // see SlotOf
+  std::atomic<size_t> slot_page_bytes_{0};
   std::mutex overflow_mu_;  // serialises the users of overflow_slot_
   Slot overflow_slot_;
 };

@@ -34,8 +34,7 @@ DurableSkipList<P>::DurableSkipList(const KeyComparator* cmp,
       region_(region),
       root_(root),
       options_(options),
-      arena_(region, root->list_id, options.chunk_size),
-      slots_(ThreadId::kMaxThreads) {
+      arena_(region, root->list_id, options.chunk_size) {
   head_ = NewIndexNode(&root_->head, "", 0, kMaxHeight, 0);
 }
 
@@ -47,6 +46,44 @@ DurableSkipList<P>::~DurableSkipList() {
     DeleteIndexNode(n);
     n = next;
   }
+  for (auto& page : slot_pages_) delete[] page.load(std::memory_order_relaxed);
+}
+
+// Slot pages are allocated on a thread's first write, so an idle list
+// carries no slot array (RocksDB counts it in the memtable's size).
+template <class P>
+typename DurableSkipList<P>::Slot* DurableSkipList<P>::SlotOf(int tid) {
+  std::atomic<Slot*>& page = slot_pages_[tid / kSlotsPerPage];
+  Slot* p = page.load(std::memory_order_acquire);
+  if (!p) {
+    Slot* fresh = new (std::nothrow) Slot[kSlotsPerPage];
+    if (!fresh) return nullptr;
+    // acq_rel: publishes the constructed slots / sees the winner's.
+    if (page.compare_exchange_strong(p, fresh, std::memory_order_acq_rel,
+                                     std::memory_order_acquire)) {
+      p = fresh;
+      slot_page_bytes_.fetch_add(sizeof(Slot) * kSlotsPerPage,
+                                 std::memory_order_relaxed);
+    } else {
+      delete[] fresh;
+    }
+  }
+  return &p[tid % kSlotsPerPage];
+}
+
+// Calls fn on every allocated slot of an id below ThreadId::HighWater(),
+// then on the overflow slot.
+template <class P>
+template <class Self, class Fn>
+void DurableSkipList<P>::ForEachSlot(Self* self, Fn fn) {
+  int hw = ThreadId::HighWater();
+  for (int base = 0; base < hw; base += kSlotsPerPage) {
+    auto* page =
+        self->slot_pages_[base / kSlotsPerPage].load(std::memory_order_acquire);
+    if (!page) continue;
+    for (int i = 0; i < kSlotsPerPage && base + i < hw; i++) fn(page[i]);
+  }
+  fn(self->overflow_slot_);
 }
 
 // unique_keys (RocksDB internal keys): the height is a hash of the key, so
@@ -276,7 +313,10 @@ template <class P>
 typename DurableSkipList<P>::Slot* DurableSkipList<P>::AcquireSlot(
     std::unique_lock<std::mutex>* overflow) {
   int tid = ThreadId::Get();
-  if (tid >= 0) return &slots_[tid];
+  if (tid >= 0) {
+    Slot* s = SlotOf(tid);
+    if (s) return s;
+  }
   *overflow = std::unique_lock<std::mutex>(overflow_mu_);
   return &overflow_slot_;
 }
@@ -304,10 +344,8 @@ int DurableSkipList<P>::Attach(Slot* slot) {
 
 template <class P>
 void DurableSkipList<P>::CombineAll() {
-  int hw = ThreadId::HighWater();
-  for (int i = 0; i <= hw; i++) {
-    Slot& s = i < hw ? slots_[i] : overflow_slot_;
-    if (s.status.load(std::memory_order_acquire) != kReady) continue;
+  ForEachSlot(this, [this](Slot& s) {
+    if (s.status.load(std::memory_order_acquire) != kReady) return;
     if (s.batch) {
       ProcessBatch(s.batch);
       s.status.store(kSuccess, std::memory_order_release);
@@ -315,7 +353,7 @@ void DurableSkipList<P>::CombineAll() {
       bool ok = ProcessPut(s.put, false);
       s.status.store(ok ? kSuccess : kFailed, std::memory_order_release);
     }
-  }
+  });
 }
 
 // PROCESS_PUT (Alg. 2). Runs under the combiner lock (or the global lock).
@@ -487,23 +525,21 @@ uint64_t DurableSkipList<P>::CountRange(const char* start,
 // approximate while writers run (RocksDB asks for estimates).
 template <class P>
 size_t DurableSkipList<P>::NumEntries() const {
-  size_t n = overflow_slot_.nodes.load(std::memory_order_relaxed);
-  int hw = ThreadId::HighWater();
-  for (int i = 0; i < hw; i++) {
-    n += slots_[i].nodes.load(std::memory_order_relaxed);
-  }
+  size_t n = 0;
+  ForEachSlot(this, [&n](const Slot& s) {
+    n += s.nodes.load(std::memory_order_relaxed);
+  });
   return n;
 }
 
 template <class P>
 size_t DurableSkipList<P>::DramBytes() const {
+  // The head and the slot pages in use, plus every index node.
   size_t n = IndexNode::AllocSize(kMaxHeight, 0) +
-             (slots_.size() + 1) * sizeof(Slot) +
-             overflow_slot_.dram_bytes.load(std::memory_order_relaxed);
-  int hw = ThreadId::HighWater();
-  for (int i = 0; i < hw; i++) {
-    n += slots_[i].dram_bytes.load(std::memory_order_relaxed);
-  }
+             slot_page_bytes_.load(std::memory_order_relaxed);
+  ForEachSlot(this, [&n](const Slot& s) {
+    n += s.dram_bytes.load(std::memory_order_relaxed);
+  });
   return n;
 }
 

@@ -84,6 +84,44 @@ std::string Key(int i) {
   return buf;
 }
 
+// Issue 8k: a small write buffer holds many tiny writes, as with the
+// default memtable (before: one L0 file per write or two).
+TEST(RocksMemtableTest, SmallWriteBufferHoldsTinyWrites) {
+  for (bool flint : {false, true}) {
+    TestDb t(flint ? "smallwb_flint" : "smallwb_ref", flint, 64 << 10,
+             64 << 10);
+    for (int i = 0; i < 100; i++) t.Put(Key(i), "v");
+    EXPECT_EQ(0, t.flushes->n.load()) << (flint ? "flintkv" : "skiplist");
+    EXPECT_EQ(0u, t.Property("rocksdb.num-files-at-level0"));
+  }
+}
+
+// Issue 8k: an empty or nearly empty memtable reports about what the
+// default memtable does, not a chunk plus a 512-thread slot array.
+TEST(RocksMemtableTest, NearlyEmptyMemtableUsageMatchesSkipList) {
+  TestDb ref("usage_ref", false, 64 << 10);
+  TestDb flint("usage_flint", true, 64 << 10, 64 << 10);
+  const char* kProp = "rocksdb.cur-size-active-mem-table";
+  uint64_t ref_empty = ref.Property(kProp);
+  uint64_t flint_empty = flint.Property(kProp);
+  EXPECT_LE(flint_empty, ref_empty + 4096);
+  for (int i = 0; i < 10; i++) {
+    ref.Put(Key(i), "value");
+    flint.Put(Key(i), "value");
+  }
+  uint64_t ref_ten = ref.Property(kProp);
+  uint64_t flint_ten = flint.Property(kProp);
+  EXPECT_LE(flint_ten, ref_ten + 4096);
+  EXPECT_GT(flint_ten, flint_empty);  // usage follows the entries
+  std::printf(
+      "memtable usage empty/10 puts: skiplist %llu/%llu, flintkv "
+      "%llu/%llu\n",
+      static_cast<unsigned long long>(ref_empty),
+      static_cast<unsigned long long>(ref_ten),
+      static_cast<unsigned long long>(flint_empty),
+      static_cast<unsigned long long>(flint_ten));
+}
+
 // Issue 8e: 96 writer threads do not make the memtable look full (before:
 // a 1 MiB chunk per thread, dozens of flushes for 3 MB of writes).
 TEST(RocksMemtableTest, ManyWriterThreadsDoNotForceFlushes) {
