@@ -9,7 +9,8 @@
 // publishes visible_version) and promote (lock-free upper levels).
 //
 // Thread safety: Insert/InsertBatch/readers/iterators may run concurrently
-// from any threads (at most ThreadId::kMaxThreads at once). Recover() must
+// from any threads (beyond ThreadId::kMaxThreads at once, threads share an
+// overflow slot one at a time). Recover() must
 // run before any other call, on one thread.
 //
 // Persistence invariants (see pmem/layout.h, DESIGN.md):
@@ -39,6 +40,7 @@
 #include "flintkv/status.h"
 #include "memtable/index_node.h"
 #include "memtable/key_comparator.h"
+#include "memtable/node_arena.h"
 #include "memtable/thread_id.h"
 #include "pmem/layout.h"
 #include "pmem/region.h"
@@ -56,7 +58,7 @@ struct SkipListOptions {
   bool collapse_versions = true;
   // Benchmark baseline: run every phase of every update under one mutex.
   bool global_lock = false;
-  // Bytes per PMEM chunk handed to a writer thread.
+  // Bytes per PMEM chunk of the list's node arena.
   size_t chunk_size = 4 << 20;
 };
 
@@ -78,9 +80,9 @@ class DurableSkipList {
   DurableSkipList(const DurableSkipList&) = delete;
   DurableSkipList& operator=(const DurableSkipList&) = delete;
 
-  // Reserves an unlinked node with data_size bytes of data in this thread's
-  // PMEM arena. The caller writes data (length-prefixed key, then payload)
-  // and calls SealNode. NoSpace when the region is full.
+  // Reserves an unlinked node with data_size bytes of data in the list's
+  // PMEM arena (any thread). The caller writes data (length-prefixed key, then
+  // payload) and calls SealNode. NoSpace when the region is full.
   Status AllocateNode(size_t data_size, pmem::NvmNode** node,
                       bool use_reserve = false);
   // Finishes the header of an allocated node (key_size, flags, check).
@@ -89,7 +91,8 @@ class DurableSkipList {
   // PUT (Algorithm 1). On OK the node is durable and visible.
   Status Insert(pmem::NvmNode* node, InsertResult* result = nullptr);
   // WRITEBATCH (Algorithms 3-4): all nodes become durable and visible
-  // atomically. Keys must be pairwise distinct.
+  // atomically. Keys must be pairwise distinct (InvalidArgument otherwise,
+  // with nothing inserted; the allocated nodes stay unused in the arena).
   Status InsertBatch(pmem::NvmNode* const* nodes, size_t n);
 
   // Rebuilds the index from the persistent list (§5). See P4.
@@ -125,11 +128,15 @@ class DurableSkipList {
   // Estimated number of entries ordered before key (RocksDB's
   // ApproximateNumEntries), from the index levels; O(log n).
   uint64_t EstimateCountBefore(const char* key) const;
+  // Entries (all versions) with start <= key < end: exact for ranges of up
+  // to a few thousand entries, else the level estimate.
+  uint64_t CountRange(const char* start, const char* end) const;
   size_t NumEntries() const;
   size_t DramBytes() const;
-  size_t PmemBytes() const {
-    return pmem_bytes_.load(std::memory_order_relaxed);
-  }
+  // Pool bytes held by the list's chunks.
+  size_t PmemBytes() const { return arena_.ReservedBytes(); }
+  // Of those, bytes nodes took (NodeArena::UsedBytes).
+  size_t PmemBytesUsed() const { return arena_.UsedBytes(); }
   const KeyComparator* comparator() const { return cmp_; }
   pmem::ListRoot* root() const { return root_; }
   pmem::Region* region() const { return region_; }
@@ -144,13 +151,12 @@ class DurableSkipList {
     IndexNode* succs[kMaxHeight];
   };
 
-  // Per-thread state, one cache line apart to avoid false sharing.
+  // Per-thread state, one cache line apart to avoid false sharing; in pages
+  // of kSlotsPerPage allocated on first use.
   struct alignas(64) Slot {
     std::atomic<int> status{kEmpty};
     PutAdv* put = nullptr;
     std::vector<PutAdv>* batch = nullptr;
-    char* arena_cur = nullptr;  // this thread's PMEM bump arena
-    char* arena_end = nullptr;
     // Written by the owner thread only (load + store, no RMW), read by any.
     std::atomic<uint64_t> nodes{0};
     std::atomic<uint64_t> dram_bytes{0};
@@ -162,7 +168,11 @@ class DurableSkipList {
     }
   };
 
-  Status PrepareOnce(pmem::NvmNode* node, IndexNode** inode);
+  Slot* SlotOf(int tid);
+  template <class Self, class Fn>
+  static void ForEachSlot(Self* self, Fn fn);
+  Slot* AcquireSlot(std::unique_lock<std::mutex>* overflow);
+  Status PrepareOnce(pmem::NvmNode* node, IndexNode** inode, Slot* slot);
   void Locate(const char* key, IndexNode** preds, IndexNode** succs) const;
   void Prepare(PutAdv* adv);
   int Attach(Slot* slot);
@@ -171,12 +181,14 @@ class DurableSkipList {
   void ProcessBatch(std::vector<PutAdv>* batch);
   void Promote(PutAdv* adv);
   bool IsDuplicate(const IndexNode* inode, const IndexNode* succ) const;
+  bool HasDuplicateKeys(pmem::NvmNode* const* nodes, size_t n) const;
 
   // Traversal helpers for readers.
   const IndexNode* FindGreaterOrEqual(const char* key, uint64_t vv) const;
   const IndexNode* FindLessThan(const char* key) const;  // nullptr key: last
   bool Before(const IndexNode* a, const IndexNode* b) const;
 
+  int HeightFor(const char* key, uint32_t key_size) const;
   static int RandomHeight();
   uint64_t ToOffset(const void* p) const { return region_->ToOffset(p); }
 
@@ -184,13 +196,18 @@ class DurableSkipList {
   pmem::Region* const region_;
   pmem::ListRoot* const root_;
   const SkipListOptions options_;
+  NodeArena arena_;
   IndexNode* head_;
   std::atomic<int> max_height_{1};
   std::atomic<uint64_t> visible_version_{0};
   alignas(64) std::atomic<bool> combiner_lock_{false};
   std::mutex global_mu_;  // global_lock baseline only
-  std::atomic<size_t> pmem_bytes_{0};
-  std::vector<Slot> slots_;
+  static constexpr int kSlotsPerPage = 32;
+  static constexpr int kSlotPages = ThreadId::kMaxThreads / kSlotsPerPage;
+  std::atomic<Slot*> slot_pages_[kSlotPages] = {};  // see SlotOf
+  std::atomic<size_t> slot_page_bytes_{0};
+  std::mutex overflow_mu_;  // serialises the users of overflow_slot_
+  Slot overflow_slot_;
 };
 
 }  // namespace memtable

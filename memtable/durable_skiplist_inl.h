@@ -5,6 +5,7 @@
 #include <immintrin.h>
 #include <sched.h>
 
+#include <algorithm>
 #include <cstring>
 
 #include "memtable/list_walk.h"
@@ -33,7 +34,7 @@ DurableSkipList<P>::DurableSkipList(const KeyComparator* cmp,
       region_(region),
       root_(root),
       options_(options),
-      slots_(ThreadId::kMaxThreads) {
+      arena_(region, root->list_id, options.chunk_size) {
   head_ = NewIndexNode(&root_->head, "", 0, kMaxHeight, 0);
 }
 
@@ -45,6 +46,66 @@ DurableSkipList<P>::~DurableSkipList() {
     DeleteIndexNode(n);
     n = next;
   }
+  for (auto& page : slot_pages_) delete[] page.load(std::memory_order_relaxed);
+}
+
+// Slot pages are allocated on a thread's first write, so an idle list
+// carries no slot array (RocksDB counts it in the memtable's size).
+template <class P>
+typename DurableSkipList<P>::Slot* DurableSkipList<P>::SlotOf(int tid) {
+  std::atomic<Slot*>& page = slot_pages_[tid / kSlotsPerPage];
+  Slot* p = page.load(std::memory_order_acquire);
+  if (!p) {
+    Slot* fresh = new (std::nothrow) Slot[kSlotsPerPage];
+    if (!fresh) return nullptr;
+    // acq_rel: publishes the constructed slots / sees the winner's.
+    if (page.compare_exchange_strong(p, fresh, std::memory_order_acq_rel,
+                                     std::memory_order_acquire)) {
+      p = fresh;
+      slot_page_bytes_.fetch_add(sizeof(Slot) * kSlotsPerPage,
+                                 std::memory_order_relaxed);
+    } else {
+      delete[] fresh;
+    }
+  }
+  return &p[tid % kSlotsPerPage];
+}
+
+// Calls fn on every allocated slot of an id below ThreadId::HighWater(),
+// then on the overflow slot.
+template <class P>
+template <class Self, class Fn>
+void DurableSkipList<P>::ForEachSlot(Self* self, Fn fn) {
+  int hw = ThreadId::HighWater();
+  for (int base = 0; base < hw; base += kSlotsPerPage) {
+    auto* page =
+        self->slot_pages_[base / kSlotsPerPage].load(std::memory_order_acquire);
+    if (!page) continue;
+    for (int i = 0; i < kSlotsPerPage && base + i < hw; i++) fn(page[i]);
+  }
+  fn(self->overflow_slot_);
+}
+
+// unique_keys (RocksDB internal keys): the height is a hash of the key, so
+// the index, and with it ApproximateNumEntries, depends only on the set of
+// keys, not on which threads inserted them in what order. Not for versioned
+// lists: every version of a key would get the same height.
+template <class P>
+int DurableSkipList<P>::HeightFor(const char* key, uint32_t key_size) const {
+  if (!options_.unique_keys) return RandomHeight();
+  uint64_t x = 0xcbf29ce484222325ull;  // FNV-1a, then a 64-bit finaliser
+  for (uint32_t i = 0; i < key_size; i++) {
+    x = (x ^ static_cast<unsigned char>(key[i])) * 0x100000001b3ull;
+  }
+  x ^= x >> 33;
+  x *= 0xff51afd7ed558ccdull;
+  x ^= x >> 33;
+  int h = 1;
+  while (h < kMaxHeight && (x & 3) == 0) {  // branching factor 4
+    x >>= 2;
+    h++;
+  }
+  return h;
 }
 
 template <class P>
@@ -66,34 +127,14 @@ int DurableSkipList<P>::RandomHeight() {
 template <class P>
 Status DurableSkipList<P>::AllocateNode(size_t data_size, pmem::NvmNode** node,
                                         bool use_reserve) {
-  int tid = ThreadId::Get();
-  if (tid < 0) return Status::Busy("more than 512 concurrent writer threads");
   if (data_size > UINT32_MAX) {
     return Status::InvalidArgument("entry larger than 4 GiB");
   }
-  Slot& s = slots_[tid];
-  size_t size = pmem::NvmNode::AllocSize(data_size);
-  if (static_cast<size_t>(s.arena_end - s.arena_cur) < size) {
-    char* begin;
-    size_t len;
-    // A node of more than a quarter chunk gets a chunk of its own, so big
-    // values do not waste the rest of the thread's arena; so does every node
-    // taken from the reserve, which must last until RocksDB switches.
-    bool own = size > options_.chunk_size / 4 || use_reserve;
-    Status st = region_->NewChunk(root_->list_id, own ? size : 0, use_reserve,
-                                  &begin, &len);
-    if (!st.ok()) return st;
-    pmem_bytes_.fetch_add(len, std::memory_order_relaxed);
-    if (own) {
-      *node = reinterpret_cast<pmem::NvmNode*>(begin);
-      (*node)->data_size = static_cast<uint32_t>(data_size);
-      return Status::OK();
-    }
-    s.arena_cur = begin;
-    s.arena_end = begin + len;
-  }
-  *node = reinterpret_cast<pmem::NvmNode*>(s.arena_cur);
-  s.arena_cur += size;
+  char* p;
+  Status s =
+      arena_.Allocate(pmem::NvmNode::AllocSize(data_size), use_reserve, &p);
+  if (!s.ok()) return s;
+  *node = reinterpret_cast<pmem::NvmNode*>(p);
   (*node)->data_size = static_cast<uint32_t>(data_size);
   return Status::OK();
 }
@@ -109,18 +150,19 @@ void DurableSkipList<P>::SealNode(pmem::NvmNode* node, uint32_t key_size,
 // Location-independent part of PREPARE (Alg. 1 lines 15-20), done once per
 // operation before the first locate so that locate compares DRAM keys.
 template <class P>
-Status DurableSkipList<P>::PrepareOnce(pmem::NvmNode* node, IndexNode** inode) {
+Status DurableSkipList<P>::PrepareOnce(pmem::NvmNode* node, IndexNode** inode,
+                                       Slot* slot) {
   node->version = pmem::kUncommittedVersion;
   node->next = 0;
   if (!P::Faulty(pmem::Fault::kNoNodeFlush)) {
     // P1: body flushed now, fenced by Prepare's PERSIST_RANGE.
     P::Flush(node, sizeof(pmem::NvmNode) + node->data_size);
   }
-  int height = RandomHeight();
+  int height = HeightFor(node->data(), node->key_size);
   *inode = NewIndexNode(node, node->data(), node->key_size, height,
                         pmem::kUncommittedVersion);
   if (!*inode) return Status::NoSpace("out of DRAM for the index");
-  slots_[ThreadId::Get()].Count(IndexNode::AllocSize(height, node->key_size));
+  slot->Count(IndexNode::AllocSize(height, node->key_size));
   int mh = max_height_.load(std::memory_order_relaxed);
   while (height > mh && !max_height_.compare_exchange_weak(
                             mh, height, std::memory_order_relaxed)) {
@@ -173,15 +215,14 @@ bool DurableSkipList<P>::IsDuplicate(const IndexNode* inode,
 template <class P>
 Status DurableSkipList<P>::Insert(pmem::NvmNode* node, InsertResult* result) {
   if (result) *result = InsertResult::kOk;
-  int tid = ThreadId::Get();
-  if (tid < 0) return Status::Busy("more than 512 concurrent writer threads");
+  std::unique_lock<std::mutex> overflow;
+  Slot* slot = AcquireSlot(&overflow);
   PutAdv adv;
   // The global-lock baseline runs every phase under one mutex.
   std::unique_lock<std::mutex> global;
   if (options_.global_lock) global = std::unique_lock<std::mutex>(global_mu_);
-  Status s = PrepareOnce(node, &adv.inode);
+  Status s = PrepareOnce(node, &adv.inode, slot);
   if (!s.ok()) return s;
-  Slot* slot = &slots_[tid];
   while (true) {
     Locate(adv.inode->key(), adv.preds, adv.succs);
     if (IsDuplicate(adv.inode, adv.succs[0])) {
@@ -208,13 +249,18 @@ Status DurableSkipList<P>::Insert(pmem::NvmNode* node, InsertResult* result) {
 template <class P>
 Status DurableSkipList<P>::InsertBatch(pmem::NvmNode* const* nodes, size_t n) {
   if (n == 0) return Status::OK();
-  int tid = ThreadId::Get();
-  if (tid < 0) return Status::Busy("more than 512 concurrent writer threads");
+  if (HasDuplicateKeys(nodes, n)) {
+    // Two nodes of one key would get the same version, and recovery finds
+    // the list unsorted (Corruption).
+    return Status::InvalidArgument("write batch holds a key twice");
+  }
+  std::unique_lock<std::mutex> overflow;
+  Slot* slot = AcquireSlot(&overflow);
   std::vector<PutAdv> advs(n);
   std::unique_lock<std::mutex> global;
   if (options_.global_lock) global = std::unique_lock<std::mutex>(global_mu_);
   for (size_t i = 0; i < n; i++) {
-    Status s = PrepareOnce(nodes[i], &advs[i].inode);
+    Status s = PrepareOnce(nodes[i], &advs[i].inode, slot);
     if (!s.ok()) {
       for (size_t j = 0; j < i; j++) DeleteIndexNode(advs[j].inode);
       return s;
@@ -235,12 +281,44 @@ Status DurableSkipList<P>::InsertBatch(pmem::NvmNode* const* nodes, size_t n) {
     return Status::OK();
   }
   locate_and_prepare();
-  Slot* slot = &slots_[tid];
   slot->put = nullptr;
   slot->batch = &advs;
   Attach(slot);  // a batch always succeeds (in-combiner retry)
   for (PutAdv& a : advs) Promote(&a);
   return Status::OK();
+}
+
+template <class P>
+bool DurableSkipList<P>::HasDuplicateKeys(pmem::NvmNode* const* nodes,
+                                          size_t n) const {
+  if (n < 2) return false;
+  std::vector<const pmem::NvmNode*> sorted(nodes, nodes + n);
+  std::sort(sorted.begin(), sorted.end(),
+            [this](const pmem::NvmNode* a, const pmem::NvmNode* b) {
+              return cmp_->Compare(a->data(), b->data()) < 0;
+            });
+  for (size_t i = 1; i < n; i++) {
+    if (cmp_->Compare(sorted[i - 1]->data(), sorted[i]->data()) == 0) {
+      return true;
+    }
+  }
+  return false;
+}
+
+// The calling thread's advertisement slot. Threads without an id (beyond
+// ThreadId::kMaxThreads, or in thread_local destructors after their id was
+// returned) share the overflow slot, one at a time under *overflow, for the
+// whole operation: no thread ever waits for an id.
+template <class P>
+typename DurableSkipList<P>::Slot* DurableSkipList<P>::AcquireSlot(
+    std::unique_lock<std::mutex>* overflow) {
+  int tid = ThreadId::Get();
+  if (tid >= 0) {
+    Slot* s = SlotOf(tid);
+    if (s) return s;
+  }
+  *overflow = std::unique_lock<std::mutex>(overflow_mu_);
+  return &overflow_slot_;
 }
 
 // ATTACH (Alg. 1 lines 27-44): advertise, then either observe completion or
@@ -266,10 +344,8 @@ int DurableSkipList<P>::Attach(Slot* slot) {
 
 template <class P>
 void DurableSkipList<P>::CombineAll() {
-  int hw = ThreadId::HighWater();
-  for (int i = 0; i < hw; i++) {
-    Slot& s = slots_[i];
-    if (s.status.load(std::memory_order_acquire) != kReady) continue;
+  ForEachSlot(this, [this](Slot& s) {
+    if (s.status.load(std::memory_order_acquire) != kReady) return;
     if (s.batch) {
       ProcessBatch(s.batch);
       s.status.store(kSuccess, std::memory_order_release);
@@ -277,7 +353,7 @@ void DurableSkipList<P>::CombineAll() {
       bool ok = ProcessPut(s.put, false);
       s.status.store(ok ? kSuccess : kFailed, std::memory_order_release);
     }
-  }
+  });
 }
 
 // PROCESS_PUT (Alg. 2). Runs under the combiner lock (or the global lock).
@@ -427,25 +503,43 @@ uint64_t DurableSkipList<P>::EstimateCountBefore(const char* key) const {
   return count;
 }
 
+template <class P>
+uint64_t DurableSkipList<P>::CountRange(const char* start,
+                                        const char* end) const {
+  // Exact at level 0 up to a bound (deterministic for small ranges, where
+  // the level estimate is poorest), then the O(log n) estimate.
+  constexpr uint64_t kExactLimit = 4096;
+  uint64_t n = 0;
+  for (const IndexNode* x = FindGreaterOrEqual(start, UINT64_MAX);
+       x && cmp_->Compare(x->key(), end) < 0; x = x->Next(0)) {
+    if (++n > kExactLimit) {
+      uint64_t a = EstimateCountBefore(start);
+      uint64_t b = EstimateCountBefore(end);
+      return std::max(n, b > a ? b - a : 0);
+    }
+  }
+  return n;
+}
+
 // Per-slot counters are written by their owner thread only; the sums are
 // approximate while writers run (RocksDB asks for estimates).
 template <class P>
 size_t DurableSkipList<P>::NumEntries() const {
   size_t n = 0;
-  int hw = ThreadId::HighWater();
-  for (int i = 0; i < hw; i++) {
-    n += slots_[i].nodes.load(std::memory_order_relaxed);
-  }
+  ForEachSlot(this, [&n](const Slot& s) {
+    n += s.nodes.load(std::memory_order_relaxed);
+  });
   return n;
 }
 
 template <class P>
 size_t DurableSkipList<P>::DramBytes() const {
-  size_t n = IndexNode::AllocSize(kMaxHeight, 0) + slots_.size() * sizeof(Slot);
-  int hw = ThreadId::HighWater();
-  for (int i = 0; i < hw; i++) {
-    n += slots_[i].dram_bytes.load(std::memory_order_relaxed);
-  }
+  // The head and the slot pages in use, plus every index node.
+  size_t n = IndexNode::AllocSize(kMaxHeight, 0) +
+             slot_page_bytes_.load(std::memory_order_relaxed);
+  ForEachSlot(this, [&n](const Slot& s) {
+    n += s.dram_bytes.load(std::memory_order_relaxed);
+  });
   return n;
 }
 
@@ -460,7 +554,7 @@ Status DurableSkipList<P>::Recover(RecoveryStats* stats) {
   IndexNode* last[kMaxHeight];
   for (auto& l : last) l = head_;
   Status alloc_status;
-  Slot& slot = slots_[ThreadId::Get() < 0 ? 0 : ThreadId::Get()];
+  Slot& slot = overflow_slot_;  // counters only; nothing runs concurrently
   Status s = WalkList(
       *region_, root_, *cmp_, nullptr,
       [&](const pmem::NvmNode* n) {
@@ -472,7 +566,7 @@ Status DurableSkipList<P>::Recover(RecoveryStats* stats) {
           st.rolled_back_batch++;  // P3
           return WalkDecision::kDrop;
         }
-        int h = RandomHeight();
+        int h = HeightFor(n->data(), n->key_size);
         auto* pn = const_cast<pmem::NvmNode*>(n);
         IndexNode* in =
             NewIndexNode(pn, pn->data(), pn->key_size, h, n->version);

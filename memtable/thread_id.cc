@@ -16,23 +16,38 @@ std::vector<int>& FreeIds() {
   return ids;
 }
 
-// Returns the id when its thread exits.
-struct Releaser {
+}  // namespace
+
+// Returns the id when its thread exits. thread_locals constructed before it
+// are destroyed after it and may still write (RocksDB does): the thread is
+// marked exited first, so they take the overflow path instead of sharing
+// the id with the thread that gets it next.
+struct ThreadIdReleaser {
   int id = -1;
-  ~Releaser() {
+  ~ThreadIdReleaser() {
+    ThreadId::tls_id_ = ThreadId::kExited;
     if (id < 0) return;
     std::lock_guard<std::mutex> g(Mu());
     FreeIds().push_back(id);
+    ThreadId::free_count_.fetch_add(1, std::memory_order_relaxed);
   }
 };
-thread_local Releaser tls_releaser;
 
+namespace {
+thread_local ThreadIdReleaser tls_releaser;
 }  // namespace
 
-thread_local int ThreadId::tls_id_ = -1;
+thread_local int ThreadId::tls_id_ = ThreadId::kNone;
 std::atomic<int> ThreadId::high_water_{0};
+std::atomic<int> ThreadId::free_count_{0};
 
 int ThreadId::Acquire() {
+  // Threads beyond the limit call this on every operation: skip the lock
+  // while nothing is free (a stale answer only delays the next attempt).
+  if (free_count_.load(std::memory_order_relaxed) == 0 &&
+      high_water_.load(std::memory_order_relaxed) >= kMaxThreads) {
+    return -1;
+  }
   std::lock_guard<std::mutex> g(Mu());
   int id;
   if (!FreeIds().empty()) {
@@ -44,6 +59,7 @@ int ThreadId::Acquire() {
     }
     id = *it;
     ids.erase(it);
+    free_count_.fetch_sub(1, std::memory_order_relaxed);
   } else {
     id = high_water_.load(std::memory_order_relaxed);
     if (id >= kMaxThreads) return -1;

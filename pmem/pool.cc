@@ -28,6 +28,8 @@ constexpr size_t kAlignSlack = kCacheLine;
 // a chunk object of chunk_size - kPmemobjHeaderAllowance fits exactly.
 constexpr size_t kPmemobjHeaderAllowance = 64;
 constexpr size_t kChunkOverhead = sizeof(ChunkHeader) + kAlignSlack;
+// libpmemobj's allocation unit for large objects.
+constexpr uint64_t kHugeUnit = 256 << 10;
 
 // The environment for `pmempool check`: the host's, minus what injects
 // code into every process. A host run with LD_PRELOAD (stock db_bench with
@@ -449,12 +451,23 @@ uint64_t Pool::BytesInUse() const {
   return total;
 }
 
-Status Pool::NewChunk(uint64_t list_id, size_t min_len, bool use_reserve,
-                      char** begin, size_t* len) {
+Status Pool::NewChunk(uint64_t list_id, size_t min_len, ChunkFit fit,
+                      bool use_reserve, char** begin, size_t* len) {
   // Normal chunks fill libpmemobj's allocation units exactly; a larger
-  // request (one big node) gets what it needs.
-  uint64_t usable = std::max<uint64_t>(
-      chunk_size_ - kPmemobjHeaderAllowance - kChunkOverhead, min_len);
+  // request (one big node) gets what it needs. Exact ones are rounded up to
+  // whole 256 KiB units, which libpmemobj allocates anyway; below one unit
+  // they get a normal chunk: objects of odd sizes there come from
+  // per-size-class runs, and a small pool then fails them while mostly
+  // free (seen with 40 KiB requests in a 16 MiB pool).
+  const uint64_t normal =
+      chunk_size_ - kPmemobjHeaderAllowance - kChunkOverhead;
+  const uint64_t overhead = kPmemobjHeaderAllowance + kChunkOverhead;
+  uint64_t usable = std::max<uint64_t>(normal, min_len);
+  if (fit == ChunkFit::kExact &&
+      (min_len > normal || min_len + overhead > kHugeUnit)) {
+    usable =
+        (min_len + overhead + kHugeUnit - 1) / kHugeUnit * kHugeUnit - overhead;
+  }
   if (!use_reserve && ApproxFreeBytes() < usable + reserve_bytes_) {
     return Status::NoSpace(path_ + ": pool is full (" +
                            std::to_string(size_ >> 20) +

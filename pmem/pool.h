@@ -72,8 +72,8 @@ class Pool : public Region {
   void set_reserve_bytes(uint64_t n) { reserve_bytes_ = n; }
   uint64_t reserve_bytes() const { return reserve_bytes_; }
 
-  Status NewChunk(uint64_t list_id, size_t min_len, bool use_reserve,
-                  char** begin, size_t* len) override;
+  Status NewChunk(uint64_t list_id, size_t min_len, ChunkFit fit,
+                  bool use_reserve, char** begin, size_t* len) override;
 
   // PoolRoot::user words: kPoolRootUserWords 8-byte words of the root line
   // owned by the pool's user (the RocksDB adapter's sequence watermark, see

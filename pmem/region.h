@@ -1,5 +1,5 @@
 // Region: the persistent address space a durable skiplist lives in, and the
-// source of the chunks its writer threads bump-allocate nodes from.
+// source of the chunks its node arena carves nodes from.
 //
 // Implemented by Pool (a libpmemobj pool file) and by the simulated
 // persistence domain in tests. Offsets are relative to base(); 0 is null.
@@ -14,6 +14,13 @@
 namespace flintkv {
 namespace pmem {
 
+// How NewChunk sizes a chunk.
+enum class ChunkFit {
+  kAtLeast,  // max(the region's chunk size, min_len)
+  kExact,    // min_len, rounded up only to what the region would allocate
+             // anyway (a Pool: a normal chunk, or whole 256 KiB units)
+};
+
 class Region {
  public:
   virtual ~Region() = default;
@@ -21,10 +28,11 @@ class Region {
   uint64_t size() const { return size_; }
 
   // Returns [*begin, *begin + *len) of fresh persistent memory owned by
-  // list_id, *len >= min_len. NoSpace when the region is full; use_reserve
-  // lets the caller dip into space held back for in-flight writes.
-  virtual Status NewChunk(uint64_t list_id, size_t min_len, bool use_reserve,
-                          char** begin, size_t* len) = 0;
+  // list_id, *len >= min_len, sized per fit. NoSpace when the region is
+  // full; use_reserve lets the caller dip into space held back for
+  // in-flight writes.
+  virtual Status NewChunk(uint64_t list_id, size_t min_len, ChunkFit fit,
+                          bool use_reserve, char** begin, size_t* len) = 0;
 
   uint64_t ToOffset(const void* p) const {
     return p ? static_cast<uint64_t>(static_cast<const char*>(p) - base_) : 0;

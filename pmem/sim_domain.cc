@@ -113,9 +113,11 @@ std::vector<SimRegion::Chunk> SimRegion::Chunks() const {
   return out;
 }
 
-Status SimRegion::NewChunk(uint64_t list_id, size_t min_len, bool use_reserve,
-                           char** begin, size_t* len) {
-  uint64_t usable = AlignUp64(std::max<uint64_t>(chunk_size_, min_len));
+Status SimRegion::NewChunk(uint64_t list_id, size_t min_len, ChunkFit fit,
+                           bool use_reserve, char** begin, size_t* len) {
+  uint64_t usable = AlignUp64(fit == ChunkFit::kExact
+                                  ? min_len
+                                  : std::max<uint64_t>(chunk_size_, min_len));
   std::lock_guard<std::mutex> g(mu_);
   uint64_t off = AlignUp64(header()->used);
   if (off + sizeof(ChunkHeader) + usable > size_) {

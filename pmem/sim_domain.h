@@ -91,8 +91,8 @@ class SimRegion : public Region {
 
   void set_domain(SimDomain* d) { domain_ = d; }
 
-  Status NewChunk(uint64_t list_id, size_t min_len, bool use_reserve,
-                  char** begin, size_t* len) override;
+  Status NewChunk(uint64_t list_id, size_t min_len, ChunkFit fit,
+                  bool use_reserve, char** begin, size_t* len) override;
 
  private:
   struct Header {

@@ -123,7 +123,7 @@ std::vector<State> Prefixes(const std::vector<Op>& ops) {
 
 Status MakeNode(List* list, const Write& w, pmem::NvmNode** out) {
   size_t klen = memtable::VarintLength(w.key.size()) + w.key.size();
-  pmem::NvmNode* node;
+  pmem::NvmNode* node = nullptr;
   Status s = list->AllocateNode(klen + w.value.size(), &node);
   if (!s.ok()) return s;
   char* p = memtable::EncodeVarint32(node->data(),

@@ -82,16 +82,22 @@ TEST_F(PoolTest, CreateListsAndChunksThenReopen) {
     // Two chunks for a (one bigger than chunk_size), one for b.
     char* begin;
     size_t len;
-    ASSERT_TRUE(pool->NewChunk(id_a, 100, false, &begin, &len).ok());
+    ASSERT_TRUE(
+        pool->NewChunk(id_a, 100, pmem::ChunkFit::kAtLeast, false, &begin, &len)
+            .ok());
     // About chunk_size (the pool may keep a little for its headers).
     EXPECT_GE(len, 32u << 10);
     EXPECT_LE(len, 64u << 10);
     EXPECT_TRUE(pool->InBounds(pool->ToOffset(begin), len));
     Fill(begin, len, 1);
-    ASSERT_TRUE(pool->NewChunk(id_a, 200 << 10, false, &begin, &len).ok());
+    ASSERT_TRUE(pool->NewChunk(id_a, 200 << 10, pmem::ChunkFit::kAtLeast, false,
+                               &begin, &len)
+                    .ok());
     EXPECT_GE(len, 200u << 10);
     Fill(begin, len, 2);
-    ASSERT_TRUE(pool->NewChunk(id_b, 1, false, &begin, &len).ok());
+    ASSERT_TRUE(
+        pool->NewChunk(id_b, 1, pmem::ChunkFit::kAtLeast, false, &begin, &len)
+            .ok());
     Fill(begin, len, 3);
 
     chunks_a = pool->ChunksOf(id_a);
@@ -140,10 +146,14 @@ TEST_F(PoolTest, DropListFreesSpace) {
   ASSERT_TRUE(pool->CreateList(kListMemtable, &drop).ok());
   char* begin;
   size_t len;
-  ASSERT_TRUE(pool->NewChunk(keep->list_id, 1, false, &begin, &len).ok());
+  ASSERT_TRUE(pool->NewChunk(keep->list_id, 1, pmem::ChunkFit::kAtLeast, false,
+                             &begin, &len)
+                  .ok());
   uint64_t chunk_bytes = 0;
   for (int i = 0; i < 8; i++) {
-    ASSERT_TRUE(pool->NewChunk(drop->list_id, 1, false, &begin, &len).ok());
+    ASSERT_TRUE(pool->NewChunk(drop->list_id, 1, pmem::ChunkFit::kAtLeast,
+                               false, &begin, &len)
+                    .ok());
     chunk_bytes += len;
   }
   const uint64_t before = pool->BytesInUse();
@@ -187,7 +197,9 @@ TEST_F(PoolTest, RetiredListFoundOnOpenIsFreed) {
     char* begin;
     size_t len;
     for (int i = 0; i < 4; i++) {
-      ASSERT_TRUE(pool->NewChunk(retired_id, 1, false, &begin, &len).ok());
+      ASSERT_TRUE(pool->NewChunk(retired_id, 1, pmem::ChunkFit::kAtLeast, false,
+                                 &begin, &len)
+                      .ok());
       chunk_bytes += len;
     }
     with_list = pool->BytesInUse();
@@ -229,7 +241,8 @@ TEST_F(PoolTest, FullPoolReturnsNoSpace) {
   int chunks = 0;
   std::vector<char*> begins;
   for (; chunks < 10000; chunks++) {
-    s = pool->NewChunk(l->list_id, 1, false, &begin, &len);
+    s = pool->NewChunk(l->list_id, 1, pmem::ChunkFit::kAtLeast, false, &begin,
+                       &len);
     if (!s.ok()) break;
     std::memset(begin, 0x42, len);
     begins.push_back(begin);
@@ -239,8 +252,9 @@ TEST_F(PoolTest, FullPoolReturnsNoSpace) {
   EXPECT_GT(chunks, 100);  // 32 MiB pool, 64 KiB chunks
   EXPECT_LE(static_cast<uint64_t>(chunks) * (64 << 10), 32ull << 20);
   // A request bigger than the pool fails the same way.
-  EXPECT_TRUE(
-      pool->NewChunk(l->list_id, 64ull << 20, true, &begin, &len).IsNoSpace());
+  EXPECT_TRUE(pool->NewChunk(l->list_id, 64ull << 20, pmem::ChunkFit::kAtLeast,
+                             true, &begin, &len)
+                  .IsNoSpace());
   EXPECT_EQ(pool->ChunksOf(l->list_id).size(), begins.size());
   pool.reset();
   pool = OpenPool();
@@ -283,7 +297,9 @@ TEST_F(PoolTest, EmulatedNoticeOncePerOpen) {
   ASSERT_TRUE(pool->CreateList(kListStandalone, &l).ok());
   char* begin;
   size_t len;
-  ASSERT_TRUE(pool->NewChunk(l->list_id, 1, false, &begin, &len).ok());
+  ASSERT_TRUE(pool->NewChunk(l->list_id, 1, pmem::ChunkFit::kAtLeast, false,
+                             &begin, &len)
+                  .ok());
   pool->Lists();
   pool->BytesInUse();
   EXPECT_EQ(log_.size(), 1u);

@@ -50,26 +50,7 @@ constexpr uint64_t kPoolSize = 256ull << 20;
 constexpr uint64_t kChunkSize = 64 << 10;
 constexpr size_t kWriteBufferSize = 256 << 10;
 
-// A fresh directory under the test dir, removed (with its contents) on
-// destruction.
-class TempDir {
- public:
-  explicit TempDir(const std::string& tag) {
-    static std::atomic<int> counter{0};
-    path_ = test::TestDir() + "/flintkv_rdiff_" + tag + "_" +
-            std::to_string(getpid()) + "_" + std::to_string(counter++);
-    fs::remove_all(path_);
-    fs::create_directories(path_);
-  }
-  ~TempDir() {
-    std::error_code ec;
-    fs::remove_all(path_, ec);
-  }
-  const std::string& path() const { return path_; }
-
- private:
-  std::string path_;
-};
+using test::TempDir;
 
 // Merge operator: values joined with ','.
 class AppendOperator : public rocksdb::AssociativeMergeOperator {
@@ -614,8 +595,10 @@ TEST_P(DifferentialTest, RandomOps) {
     ASSERT_EQ("", CompareScans(&pair, nullptr, nullptr, &entries));
     EXPECT_GT(entries, 100u);
   }
-  // Memtables filled up and were switched and flushed by RocksDB itself.
-  EXPECT_GT(pair.flint().flushes->auto_.load(), test::SanitizerBuild() ? 0 : 3);
+  // Memtables filled up and were switched and flushed by RocksDB itself
+  // (as often as the default memtable's, 1-2 times, now that usage counts
+  // what nodes use rather than whole per-thread chunks).
+  EXPECT_GT(pair.flint().flushes->auto_.load(), 0);
   EXPECT_GT(pair.flint().SstFiles(), 0);
   // Close and reopen once more: everything was flushed on close.
   pair.Close();

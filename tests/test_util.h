@@ -9,12 +9,17 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <condition_variable>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <filesystem>
+#include <mutex>
 #include <string>
 #include <string_view>
+#include <thread>
+#include <vector>
 
 #include "flintkv/options.h"
 
@@ -91,6 +96,48 @@ class TempPool {
  private:
   std::string path_;
 };
+
+// A fresh directory under the test dir, removed (with its contents) on
+// destruction.
+class TempDir {
+ public:
+  explicit TempDir(const std::string& tag) {
+    static std::atomic<int> counter{0};
+    path_ = TestDir() + "/flintkv_dir_" + tag + "_" + std::to_string(getpid()) +
+            "_" + std::to_string(counter++);
+    std::filesystem::remove_all(path_);
+    std::filesystem::create_directories(path_);
+  }
+  ~TempDir() {
+    std::error_code ec;
+    std::filesystem::remove_all(path_, ec);
+  }
+  TempDir(const TempDir&) = delete;
+  TempDir& operator=(const TempDir&) = delete;
+  const std::string& path() const { return path_; }
+
+ private:
+  std::string path_;
+};
+
+// Starts n threads that each run fn(i), and keeps all of them alive until
+// every one has finished fn: the threads are live at the same time.
+template <class Fn>
+void RunLiveThreads(int n, Fn fn) {
+  std::mutex mu;
+  std::condition_variable cv;
+  int done = 0;
+  std::vector<std::thread> threads;
+  for (int i = 0; i < n; i++) {
+    threads.emplace_back([&, i] {
+      fn(i);
+      std::unique_lock<std::mutex> l(mu);
+      if (++done == n) cv.notify_all();
+      cv.wait(l, [&] { return done == n; });
+    });
+  }
+  for (auto& t : threads) t.join();
+}
 
 // Pool options for tests: small pool, notices swallowed (tests that check
 // the notice install their own info_log).

@@ -327,7 +327,7 @@ RunResult RunOnce(const std::string& impl, const SkipListOptions& list_options,
       while (!gate.go.load(std::memory_order_acquire)) sched_yield();
 
       auto make_node = [&](uint64_t i) -> pmem::NvmNode* {
-        pmem::NvmNode* node;
+        pmem::NvmNode* node = nullptr;
         Status s = list->AllocateNode(klen + vs, &node);
         if (!s.ok()) {
           std::lock_guard<std::mutex> g(failure_mu);

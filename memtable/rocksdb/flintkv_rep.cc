@@ -169,8 +169,8 @@ Status FlintRep::AllocateNode(size_t len, pmem::NvmNode** node) {
 }
 
 rocksdb::KeyHandle FlintRep::Allocate(const size_t len, char** buf) {
-  pmem::NvmNode* node;
-  AllocateNode(len, &node);
+  pmem::NvmNode* node = nullptr;
+  AllocateNode(len, &node);  // retries until it succeeds
   *buf = node->data();
   return *buf;
 }
@@ -184,7 +184,7 @@ bool FlintRep::InsertKey(rocksdb::KeyHandle handle) {
   List::SealNode(node, static_cast<uint32_t>(p - data) + ikey_len, 0);
   memtable::InsertResult result;
   Status s = list_.Insert(node, &result);
-  while (!s.ok()) {  // only thread-id exhaustion or DRAM exhaustion
+  while (!s.ok()) {  // only DRAM exhaustion
     Sleep(1);
     s = list_.Insert(node, &result);
   }
@@ -222,10 +222,8 @@ void FlintRep::Get(const rocksdb::LookupKey& k, void* callback_args,
 uint64_t FlintRep::ApproximateNumEntries(const rocksdb::Slice& start_ikey,
                                          const rocksdb::Slice& end_ikey) {
   std::string a, b;
-  uint64_t start =
-      list_.EstimateCountBefore(EncodeTarget(start_ikey, nullptr, &a));
-  uint64_t end = list_.EstimateCountBefore(EncodeTarget(end_ikey, nullptr, &b));
-  return end > start ? end - start : 0;
+  return list_.CountRange(EncodeTarget(start_ikey, nullptr, &a),
+                          EncodeTarget(end_ikey, nullptr, &b));
 }
 
 void FlintRep::UniqueRandomSample(const uint64_t num_entries,
@@ -251,7 +249,7 @@ void FlintRep::UniqueRandomSample(const uint64_t num_entries,
 size_t FlintRep::ApproximateMemoryUsage() {
   size_t frozen = sealed_usage_.load(std::memory_order_acquire);
   if (frozen) return frozen;
-  size_t usage = list_.PmemBytes() + list_.DramBytes();
+  size_t usage = list_.PmemBytesUsed() + list_.DramBytes();
   pmem::Pool* pool = pool_->pool();
   if (pool->ApproxFreeBytes() < 2 * pool->reserve_bytes()) {
     pressure_.store(true, std::memory_order_relaxed);

@@ -1,0 +1,144 @@
+#include "memtable/node_arena.h"
+
+#include <sched.h>
+
+#include <algorithm>
+#include <thread>
+#include <utility>
+
+#include "pmem/layout.h"
+
+namespace flintkv {
+namespace memtable {
+namespace {
+
+// Shard blocks: an eighth of a chunk (as ConcurrentArena's shard blocks are
+// an eighth of its blocks), at most 64 KiB so idle shards hold little.
+size_t ShardBlock(size_t chunk_size) {
+  size_t b = std::min<size_t>(chunk_size / 8, 64 << 10);
+  return std::max<size_t>(b, 256) & ~(pmem::kNodeAlign - 1);
+}
+
+char* AlignLine(char* p, char* end) {
+  auto a = reinterpret_cast<uintptr_t>(p);
+  char* q = reinterpret_cast<char*>((a + pmem::kCacheLine - 1) &
+                                    ~uintptr_t{pmem::kCacheLine - 1});
+  return q < end ? q : end;
+}
+
+// Identifies the calling thread to a shard.
+thread_local char tls_user;
+
+int NumShards() {
+  unsigned n = std::thread::hardware_concurrency();
+  return static_cast<int>(std::clamp(n, 1u, 16u));
+}
+
+}  // namespace
+
+NodeArena::NodeArena(pmem::Region* region, uint64_t list_id, size_t chunk_size)
+    : region_(region),
+      list_id_(list_id),
+      chunk_size_(chunk_size),
+      shard_block_(ShardBlock(chunk_size)),
+      num_shards_(NumShards()),
+      shards_(new Shard[num_shards_]) {}
+
+Status NodeArena::Allocate(size_t size, bool use_reserve, char** out) {
+  if (size > chunk_size_ / 4) {
+    // A chunk of its own, exactly sized: a big node does not waste the rest
+    // of a chunk. Small nodes never get one, reserve or not: small objects
+    // of many sizes scatter libpmemobj's heap over allocation classes until
+    // a 16 MiB pool with 15 MiB free fails every allocation (seen in
+    // DifferentialConcurrentTest.SmallPoolUnderPressure).
+    size_t len;
+    Status s = region_->NewChunk(list_id_, size, pmem::ChunkFit::kExact,
+                                 use_reserve, out, &len);
+    if (!s.ok()) return s;
+    reserved_.fetch_add(len, std::memory_order_relaxed);
+    carved_.fetch_add(size, std::memory_order_relaxed);
+    // The region may round up: keep the larger of its tail and the current
+    // chunk's rest for later carves, and give up the other.
+    std::lock_guard<std::mutex> g(mu_);
+    char* tail = *out + size;
+    char* tail_end = *out + len;
+    if (tail_end - tail > chunk_end_ - chunk_cur_) {
+      std::swap(tail, chunk_cur_);
+      std::swap(tail_end, chunk_end_);
+    }
+    carved_.fetch_add(static_cast<size_t>(tail_end - tail),
+                      std::memory_order_relaxed);
+    return Status::OK();
+  }
+  if (size > shard_block_ / 4) {
+    std::lock_guard<std::mutex> g(mu_);
+    size_t got;
+    return CarveLocked(size, size, use_reserve, out, &got);
+  }
+  int cpu = sched_getcpu();
+  Shard& sh = shards_[cpu < 0 ? 0 : cpu % num_shards_];
+  std::lock_guard<std::mutex> g(sh.mu);
+  if (sh.last_user != &tls_user) {
+    // No cache line holds nodes of two threads: they would flush and write
+    // one line from two cores (false sharing), and a line's write-back
+    // would carry another thread's half-written node.
+    sh.cur = AlignLine(sh.cur, sh.end);
+    sh.last_user = &tls_user;
+  }
+  if (static_cast<size_t>(sh.end - sh.cur) < size) {
+    // The old block's tail (less than size) is given up.
+    std::lock_guard<std::mutex> lm(mu_);
+    size_t got;
+    Status s = CarveLocked(shard_block_, size, use_reserve, &sh.cur, &got);
+    if (!s.ok()) {
+      sh.end = sh.cur = nullptr;
+      sh.free.store(0, std::memory_order_relaxed);
+      return s;
+    }
+    sh.end = sh.cur + got;
+  }
+  *out = sh.cur;
+  sh.cur += size;
+  sh.free.store(static_cast<size_t>(sh.end - sh.cur),
+                std::memory_order_relaxed);
+  return Status::OK();
+}
+
+Status NodeArena::CarveLocked(size_t want, size_t need, bool use_reserve,
+                              char** begin, size_t* got) {
+  // Carves start on a cache line of their own (see Allocate).
+  char* aligned = AlignLine(chunk_cur_, chunk_end_);
+  carved_.fetch_add(static_cast<size_t>(aligned - chunk_cur_),
+                    std::memory_order_relaxed);
+  chunk_cur_ = aligned;
+  if (static_cast<size_t>(chunk_end_ - chunk_cur_) < need) {
+    char* b;
+    size_t len;
+    Status s = region_->NewChunk(list_id_, need, pmem::ChunkFit::kAtLeast,
+                                 use_reserve, &b, &len);
+    if (!s.ok()) return s;
+    reserved_.fetch_add(len, std::memory_order_relaxed);
+    // The old chunk's tail (less than need) is given up.
+    carved_.fetch_add(static_cast<size_t>(chunk_end_ - chunk_cur_),
+                      std::memory_order_relaxed);
+    chunk_cur_ = b;
+    chunk_end_ = b + len;
+  }
+  *got = std::min(want, static_cast<size_t>(chunk_end_ - chunk_cur_));
+  *begin = chunk_cur_;
+  chunk_cur_ += *got;
+  carved_.fetch_add(*got, std::memory_order_relaxed);
+  return Status::OK();
+}
+
+size_t NodeArena::UsedBytes() const {
+  size_t carved = carved_.load(std::memory_order_relaxed);
+  size_t unused = 0;
+  for (int i = 0; i < num_shards_; i++) {
+    unused += shards_[i].free.load(std::memory_order_relaxed);
+  }
+  return carved > unused ? carved - unused : 0;
+}
+
+}  // namespace memtable
+}  // namespace flintkv

@@ -1,0 +1,81 @@
+// NodeArena: the PMEM space of one durable skiplist's nodes, modelled on
+// RocksDB's ConcurrentArena.
+//
+// Small nodes come from a few per-CPU shards, each a small block carved
+// from the list's current chunk under the list mutex; a node too big for a
+// shard block is carved from the chunk directly; a node bigger than a
+// quarter chunk gets a chunk of exactly its size. Nodes allocated with
+// use_reserve take the same path; only a new chunk they need may come from
+// the reserve. So a list holds at most one partly used chunk plus
+// one partly used shard block per shard, whatever the number of writer
+// threads. A cache line never holds nodes of two threads.
+//
+// Thread safety: Allocate may be called concurrently.
+// Persistence: chunks are pool objects created atomically naming their
+// owner list (P8, Region::NewChunk); nodes carry no state here (their
+// persistence is the skiplist's, P1-P4), so no flush or fence is issued.
+#pragma once
+
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+
+#include "flintkv/status.h"
+#include "pmem/region.h"
+
+namespace flintkv {
+namespace memtable {
+
+class NodeArena {
+ public:
+  NodeArena(pmem::Region* region, uint64_t list_id, size_t chunk_size);
+  NodeArena(const NodeArena&) = delete;
+  NodeArena& operator=(const NodeArena&) = delete;
+
+  // size bytes (a multiple of pmem::kNodeAlign) of fresh PMEM in a chunk of
+  // this list. NoSpace when the region is full; use_reserve dips into the
+  // space the region holds back for writes already under way.
+  Status Allocate(size_t size, bool use_reserve, char** out);
+
+  // Pool bytes held by this list's chunks.
+  size_t ReservedBytes() const {
+    return reserved_.load(std::memory_order_relaxed);
+  }
+  // Bytes that no longer serve an allocation: given to nodes, or chunk and
+  // shard-block tails too short for the request that gave them up. Free
+  // space left in the current chunk and in the shards is not counted
+  // (ConcurrentArena's "allocated minus what shards hold unused").
+  size_t UsedBytes() const;
+
+ private:
+  struct alignas(64) Shard {
+    std::mutex mu;
+    char* cur = nullptr;  // under mu
+    char* end = nullptr;
+    const void* last_user = nullptr;  // thread of the last allocation
+    std::atomic<size_t> free{0};      // end - cur, for UsedBytes
+  };
+
+  // Up to want bytes (at least need) from the current chunk, starting a new
+  // one (from the reserve if allowed) when it has less than need left.
+  // Under mu_.
+  Status CarveLocked(size_t want, size_t need, bool use_reserve, char** begin,
+                     size_t* got);
+
+  pmem::Region* const region_;
+  const uint64_t list_id_;
+  const size_t chunk_size_;
+  const size_t shard_block_;
+  const int num_shards_;
+  std::unique_ptr<Shard[]> shards_;
+  std::mutex mu_;  // the current chunk
+  char* chunk_cur_ = nullptr;
+  char* chunk_end_ = nullptr;
+  std::atomic<size_t> reserved_{0};  // chunk bytes
+  std::atomic<size_t> carved_{0};    // bytes taken out of chunks
+};
+
+}  // namespace memtable
+}  // namespace flintkv

@@ -1,0 +1,182 @@
+// The "flintkv" memtable inside RocksDB, next to RocksDB's default skiplist
+// memtable: memory accounting and flush behaviour, range estimates, many
+// writer threads (issue 8).
+//
+// Pools and DBs live in $FLINTKV_TEST_DIR (ctest: /dev/shm).
+#include "flintkv/rocksdb_memtable.h"
+
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cstdio>
+#include <memory>
+#include <random>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "rocksdb/db.h"
+#include "rocksdb/listener.h"
+#include "rocksdb/options.h"
+#include "tests/test_util.h"
+
+namespace flintkv {
+namespace {
+
+class FlushCount : public rocksdb::EventListener {
+ public:
+  void OnFlushCompleted(rocksdb::DB*, const rocksdb::FlushJobInfo&) override {
+    n++;
+  }
+  std::atomic<int> n{0};
+};
+
+// One DB, with the flintkv memtable or RocksDB's default skiplist.
+struct TestDb {
+  TestDb(const std::string& tag, bool flint, size_t write_buffer_size,
+         uint64_t chunk_size = 1 << 20)
+      : dir("rmem_" + tag) {
+    rocksdb::Options o;
+    o.create_if_missing = true;
+    o.write_buffer_size = write_buffer_size;
+    o.max_write_buffer_number = 2;
+    o.allow_concurrent_memtable_write = true;
+    o.listeners.push_back(flushes);
+    if (flint) {
+      MemTableOptions mo;
+      mo.pool_dir = dir.path() + "/pool";
+      mo.pool_size = 128ull << 20;
+      mo.chunk_size = chunk_size;
+      rocksdb::Status s = NewMemTableRepFactory(mo, &o.memtable_factory);
+      EXPECT_TRUE(s.ok()) << s.ToString();
+    }
+    rocksdb::Status s = rocksdb::DB::Open(o, dir.path() + "/db", &db);
+    EXPECT_TRUE(s.ok()) << s.ToString();
+  }
+  ~TestDb() {
+    if (db) {
+      EXPECT_TRUE(db->Close().ok());
+    }
+    delete db;
+  }
+  void Put(const std::string& k, const std::string& v) {
+    rocksdb::WriteOptions wo;
+    wo.disableWAL = true;
+    rocksdb::Status s = db->Put(wo, k, v);
+    ASSERT_TRUE(s.ok()) << s.ToString();
+  }
+  uint64_t Property(const std::string& name) {
+    std::string v;
+    EXPECT_TRUE(db->GetProperty(name, &v)) << name;
+    return std::stoull(v);
+  }
+
+  test::TempDir dir;
+  std::shared_ptr<FlushCount> flushes = std::make_shared<FlushCount>();
+  rocksdb::DB* db = nullptr;
+};
+
+std::string Key(int i) {
+  char buf[16];
+  std::snprintf(buf, sizeof(buf), "key%06d", i);
+  return buf;
+}
+
+// Issue 8k: a small write buffer holds many tiny writes, as with the
+// default memtable (before: one L0 file per write or two).
+TEST(RocksMemtableTest, SmallWriteBufferHoldsTinyWrites) {
+  for (bool flint : {false, true}) {
+    TestDb t(flint ? "smallwb_flint" : "smallwb_ref", flint, 64 << 10,
+             64 << 10);
+    for (int i = 0; i < 100; i++) t.Put(Key(i), "v");
+    EXPECT_EQ(0, t.flushes->n.load()) << (flint ? "flintkv" : "skiplist");
+    EXPECT_EQ(0u, t.Property("rocksdb.num-files-at-level0"));
+  }
+}
+
+// Issue 8k: an empty or nearly empty memtable reports about what the
+// default memtable does, not a chunk plus a 512-thread slot array.
+TEST(RocksMemtableTest, NearlyEmptyMemtableUsageMatchesSkipList) {
+  TestDb ref("usage_ref", false, 64 << 10);
+  TestDb flint("usage_flint", true, 64 << 10, 64 << 10);
+  const char* kProp = "rocksdb.cur-size-active-mem-table";
+  uint64_t ref_empty = ref.Property(kProp);
+  uint64_t flint_empty = flint.Property(kProp);
+  EXPECT_LE(flint_empty, ref_empty + 4096);
+  for (int i = 0; i < 10; i++) {
+    ref.Put(Key(i), "value");
+    flint.Put(Key(i), "value");
+  }
+  uint64_t ref_ten = ref.Property(kProp);
+  uint64_t flint_ten = flint.Property(kProp);
+  EXPECT_LE(flint_ten, ref_ten + 4096);
+  EXPECT_GT(flint_ten, flint_empty);  // usage follows the entries
+  std::printf(
+      "memtable usage empty/10 puts: skiplist %llu/%llu, flintkv "
+      "%llu/%llu\n",
+      static_cast<unsigned long long>(ref_empty),
+      static_cast<unsigned long long>(ref_ten),
+      static_cast<unsigned long long>(flint_empty),
+      static_cast<unsigned long long>(flint_ten));
+}
+
+// Issue 8e: 96 writer threads do not make the memtable look full (before:
+// a 1 MiB chunk per thread, dozens of flushes for 3 MB of writes).
+TEST(RocksMemtableTest, ManyWriterThreadsDoNotForceFlushes) {
+  for (bool flint : {false, true}) {
+    TestDb db(flint ? "threads_flint" : "threads_ref", flint, 16 << 20);
+    const int kThreads = 96, kPerThread = 30;
+    const std::string value(1000, 'v');
+    test::RunLiveThreads(kThreads, [&](int t) {
+      for (int i = 0; i < kPerThread; i++)
+        db.Put(Key(t * kPerThread + i), value);
+    });
+    EXPECT_EQ(0, db.flushes->n.load()) << (flint ? "flintkv" : "skiplist");
+  }
+}
+
+// Issue 8d: more concurrently live writer threads than thread ids (before:
+// the 513th retried forever in FlintRep and stalled the write group).
+TEST(RocksMemtableTest, MoreLiveWriterThreadsThanIds) {
+  TestDb db("600threads", true, 16 << 20);
+  const int kThreads = 600;
+  test::RunLiveThreads(kThreads, [&](int t) { db.Put(Key(t), "v"); });
+  std::string v;
+  for (int t = 0; t < kThreads; t += 7) {
+    ASSERT_TRUE(db.db->Get(rocksdb::ReadOptions(), Key(t), &v).ok()) << t;
+  }
+}
+
+// Issue 8l: the same 1,000 entries written in different orders by
+// different threads give one estimate, exact for a 10-key range.
+TEST(RocksMemtableTest, ApproximateNumEntriesIsExact) {
+  for (int build = 0; build < 4; build++) {
+    TestDb db("estimate", true, 16 << 20);
+    std::vector<int> order(1000);
+    for (int i = 0; i < 1000; i++) order[i] = i;
+    std::mt19937_64 rng(build);
+    std::shuffle(order.begin(), order.end(), rng);
+    const int threads = 1 + build;
+    test::RunLiveThreads(threads, [&](int t) {
+      for (size_t i = t; i < order.size(); i += threads) {
+        db.Put(Key(order[i]), "v");
+      }
+    });
+    ASSERT_EQ(0, db.flushes->n.load());
+    auto count = [&](int a, int b) {
+      std::string ka = Key(a), kb = Key(b);
+      rocksdb::Range r(ka, kb);
+      uint64_t n = 0, size = 0;
+      db.db->GetApproximateMemTableStats(db.db->DefaultColumnFamily(), r, &n,
+                                         &size);
+      return n;
+    };
+    EXPECT_EQ(10u, count(100, 110)) << "build " << build;
+    EXPECT_EQ(500u, count(250, 750)) << "build " << build;
+  }
+}
+
+}  // namespace
+}  // namespace flintkv

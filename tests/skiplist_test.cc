@@ -1,0 +1,189 @@
+// DurableSkipList on a real pool, below the Store and RocksDB APIs: write
+// batch argument checks, allocation and accounting, range estimates.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <cstring>
+#include <memory>
+#include <random>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "flintkv/store.h"
+#include "memtable/durable_skiplist.h"
+#include "pmem/persist.h"
+#include "pmem/pool.h"
+#include "tests/test_util.h"
+
+namespace flintkv {
+namespace {
+
+using List = memtable::DurableSkipList<pmem::PmemPersist>;
+
+// A pool with one list of the given kind.
+struct Fixture {
+  explicit Fixture(const memtable::SkipListOptions& lo,
+                   uint64_t chunk_size = 64 << 10) {
+    Status s = pmem::Pool::Open(
+        test::QuietPoolOptions(tmp.path(), 64ull << 20, chunk_size), &pool);
+    EXPECT_TRUE(s.ok()) << s.ToString();
+    EXPECT_TRUE(pool->CreateList(pmem::kListStandalone, &root).ok());
+    memtable::SkipListOptions o = lo;
+    o.chunk_size = chunk_size;
+    list = std::make_unique<List>(&cmp, pool.get(), root, o);
+  }
+  pmem::NvmNode* Node(const std::string& key, const std::string& value) {
+    size_t klen = memtable::VarintLength(key.size()) + key.size();
+    pmem::NvmNode* node = nullptr;
+    Status s = list->AllocateNode(klen + value.size(), &node);
+    EXPECT_TRUE(s.ok()) << s.ToString();
+    char* p = memtable::EncodeVarint32(node->data(),
+                                       static_cast<uint32_t>(key.size()));
+    std::memcpy(p, key.data(), key.size());
+    std::memcpy(p + key.size(), value.data(), value.size());
+    List::SealNode(node, static_cast<uint32_t>(klen), 0);
+    return node;
+  }
+
+  test::TempPool tmp;
+  memtable::BytewiseKeyComparator cmp;
+  std::unique_ptr<pmem::Pool> pool;
+  pmem::ListRoot* root = nullptr;
+  std::unique_ptr<List> list;
+};
+
+// Issue 8g: a batch naming one key twice would give both nodes the same
+// version and leave an unsorted persistent list (Corruption on reopen).
+TEST(SkipListBatchTest, DuplicateKeysInOneBatchAreRejected) {
+  Fixture f(memtable::SkipListOptions{});
+  std::vector<pmem::NvmNode*> nodes = {f.Node("b", "1"), f.Node("a", "2"),
+                                       f.Node("b", "3")};
+  Status s = f.list->InsertBatch(nodes.data(), nodes.size());
+  EXPECT_TRUE(s.IsInvalidArgument()) << s.ToString();
+  EXPECT_EQ(0u, f.list->VisibleVersion());
+  List::Iterator it(f.list.get(), f.list->VisibleVersion());
+  it.SeekToFirst();
+  EXPECT_FALSE(it.Valid());
+  // Distinct keys still go in, and the list recovers.
+  nodes = {f.Node("b", "1"), f.Node("a", "2")};
+  ASSERT_TRUE(f.list->InsertBatch(nodes.data(), nodes.size()).ok());
+  f.list = std::make_unique<List>(&f.cmp, f.pool.get(), f.root,
+                                  memtable::SkipListOptions{});
+  memtable::RecoveryStats rs;
+  ASSERT_TRUE(f.list->Recover(&rs).ok());
+  EXPECT_EQ(2u, rs.nodes_kept);
+}
+
+// Store::Write: the last operation on a key wins, and reopening sees it.
+TEST(SkipListBatchTest, StoreBatchWithRepeatedKeyReopens) {
+  test::TempPool tmp;
+  StoreOptions so = test::QuietStoreOptions(tmp.path());
+  {
+    std::unique_ptr<Store> store;
+    ASSERT_TRUE(Store::Open(so, &store).ok());
+    WriteBatch b;
+    b.Put("k", "first");
+    b.Put("x", "x");
+    b.Put("k", "second");
+    b.Delete("x");
+    ASSERT_TRUE(store->Write(b).ok());
+  }
+  std::unique_ptr<Store> store;
+  Status s = Store::Open(so, &store);
+  ASSERT_TRUE(s.ok()) << s.ToString();
+  std::string v;
+  ASSERT_TRUE(store->Get("k", &v).ok());
+  EXPECT_EQ("second", v);
+  EXPECT_TRUE(store->Get("x", &v).IsNotFound());
+}
+
+std::string Key(int i) {
+  char buf[16];
+  std::snprintf(buf, sizeof(buf), "key%04d", i);
+  return buf;
+}
+
+// Issue 8e: big nodes take exactly sized chunks, reserve nodes share them.
+TEST(SkipListArenaTest, BigAndReserveNodesTakeWhatTheyNeed) {
+  test::TempPool tmp;
+  StoreOptions so = test::QuietStoreOptions(tmp.path(), 64ull << 20, 4 << 20);
+  std::unique_ptr<Store> store;
+  ASSERT_TRUE(Store::Open(so, &store).ok());
+  const std::string big((1 << 20) + 1, 'v');
+  for (int i = 0; i < 4; i++) {
+    ASSERT_TRUE(store->Put("big" + std::to_string(i), big).ok());
+  }
+  // Four 1 MiB+1 values (before: four 4 MiB chunks). The pool rounds each
+  // to 1.25 MiB, its allocation unit, and the rest serves later nodes.
+  EXPECT_LE(store->GetStats().pmem_bytes_reserved, 5u << 20);
+
+  // Reserve nodes share a chunk (before: a chunk each).
+  const size_t kChunk = 64 << 10;
+  Fixture f(memtable::SkipListOptions{}, kChunk);
+  for (int i = 0; i < 16; i++) {
+    pmem::NvmNode* node;
+    ASSERT_TRUE(f.list->AllocateNode(100, &node, /*use_reserve=*/true).ok());
+  }
+  EXPECT_LE(f.list->PmemBytes(), kChunk);
+  EXPECT_LE(f.list->PmemBytesUsed(), 16 * pmem::NvmNode::AllocSize(100));
+}
+
+// Issue 8e: many writer threads share a few arena shards instead of taking
+// a chunk each.
+TEST(SkipListArenaTest, ManyThreadsShareChunks) {
+  const size_t kChunk = 64 << 10;
+  Fixture f(memtable::SkipListOptions{}, kChunk);
+  const int kThreads = 64, kPerThread = 10;
+  // Concurrently live threads (a thread's slot lives as long as it does).
+  test::RunLiveThreads(kThreads, [&](int t) {
+    for (int i = 0; i < kPerThread; i++) {
+      ASSERT_TRUE(f.list->Insert(f.Node(Key(t * kPerThread + i), "v")).ok());
+    }
+  });
+  const size_t node_bytes =
+      kThreads * kPerThread * pmem::NvmNode::AllocSize(1 + 7 + 1);
+  EXPECT_LE(f.list->PmemBytes(), 2 * kChunk);  // before: 64 chunks
+  EXPECT_GE(f.list->PmemBytesUsed(), node_bytes);
+  EXPECT_LE(f.list->PmemBytesUsed(), node_bytes + kChunk / 4);
+}
+
+// Issue 8l: the same 1,000 keys inserted in different orders by different
+// numbers of threads give the same counts, exact for small ranges.
+TEST(SkipListEstimateTest, RangeCountsAreExactAndDeterministic) {
+  memtable::SkipListOptions lo;
+  lo.unique_keys = true;
+  lo.collapse_versions = false;
+  std::vector<uint64_t> before_500;
+  for (int build = 0; build < 4; build++) {
+    Fixture f(lo);
+    std::vector<int> order(1000);
+    for (int i = 0; i < 1000; i++) order[i] = i;
+    std::mt19937_64 rng(build);
+    std::shuffle(order.begin(), order.end(), rng);
+    const int threads = 1 + build;
+    std::vector<std::thread> ts;
+    for (int t = 0; t < threads; t++) {
+      ts.emplace_back([&, t] {
+        for (size_t i = t; i < order.size(); i += threads) {
+          ASSERT_TRUE(f.list->Insert(f.Node(Key(order[i]), "v")).ok());
+        }
+      });
+    }
+    for (auto& t : ts) t.join();
+    auto count = [&](int a, int b) {
+      std::string ka = "\x07" + Key(a), kb = "\x07" + Key(b);
+      return f.list->CountRange(ka.data(), kb.data());
+    };
+    EXPECT_EQ(10u, count(100, 110)) << "build " << build;
+    EXPECT_EQ(0u, count(110, 110));
+    EXPECT_EQ(1000u, count(0, 1000));
+    std::string k500 = "\x07" + Key(500);
+    before_500.push_back(f.list->EstimateCountBefore(k500.data()));
+    EXPECT_EQ(before_500[0], before_500.back()) << "build " << build;
+  }
+}
+
+}  // namespace
+}  // namespace flintkv
