@@ -291,7 +291,9 @@ stress_mode() {  # rep mode
           rc=1; note="flintkv_tool recover failed (cycle $i)"; break
         fi
         local n
-        n=$(grep -E '^recovered ' "$d/out" | tail -1 | grep -Eo '[0-9]+ replayed \(' | grep -Eo '^[0-9]+' || echo 0)
+        # "...; lists: N found, M replayed (...); entries: X committed, Y replayed (...)"
+        n=$(grep -E '^recovered ' "$d/out" | tail -1 | grep -Eo 'committed, [0-9]+ replayed' |
+            grep -Eo '[0-9]+' | tail -1 || true)
         replayed=$((replayed + ${n:-0}))
       fi
       if [ "$mode" = crash_nowal_durable ]; then
@@ -534,6 +536,22 @@ while IFS=$'\t' read -r kind name rep rest; do
     fi
   fi
 done <"$RESULTS"
+# Every run that was asked for must have left a result: a function that died
+# half-way (e.g. a shell error) must not read as a pass.
+if [ "$DO_STRESS" = 1 ]; then
+  for m in $MODES; do
+    for rep in skiplist flintkv; do
+      awk -F'\t' -v n="$m" -v r="$rep" '$1=="stress" && $2==n && $3==r {f=1} END {exit !f}' "$RESULTS" ||
+        { status=1; UNEXPECTED="$UNEXPECTED stress/$m/$rep(no result)"; echo "| db_stress | $m | $rep: NO RESULT (script error?) | | |" >>"$WORK/summary.md"; }
+    done
+  done
+fi
+for t in $TESTS; do
+  for rep in skiplist flintkv; do
+    awk -F'\t' -v n="$t" -v r="$rep" '$1=="unit" && $2==n && $3==r {f=1} END {exit !f}' "$RESULTS" ||
+      { status=1; UNEXPECTED="$UNEXPECTED unit/$t/$rep(no result)"; echo "| unit | $t | $rep: NO RESULT (script error?) | | |" >>"$WORK/summary.md"; }
+  done
+done
 cat "$WORK/summary.md"
 [ -z "$REPORT" ] || cp "$WORK/summary.md" "$REPORT"
 log "done in $(( $(date +%s) - T0 )) s"
