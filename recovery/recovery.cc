@@ -298,15 +298,10 @@ rocksdb::Status RecoverInto(
     const replay::SeqRange& own = seq_range[l->list_id];
     bool check = copies.valid() || st.memtable_entries ||
                  (own.any && st.file_seq >= own.min);
-    replay::NewerLists newer;
+    replay::OlderCopies older;
     for (size_t j = 0; check && j <= i; j++) {
       if (rocks::MetaOf(replay[j])->column_family_id != cf->first) continue;
-      newer.own_and_older.push_back(copy_range[replay[j]->list_id]);
-    }
-    for (size_t j = i + 1; check && j < replay.size(); j++) {
-      if (rocks::MetaOf(replay[j])->column_family_id != cf->first) continue;
-      newer.seqs.push_back(seq_range[replay[j]->list_id]);
-      newer.copies.push_back(copy_range[replay[j]->list_id]);
+      older.ranges.push_back(copy_range[replay[j]->list_id]);
     }
     if (check) r->lists_checked++;
     r->triage_seconds = Seconds(start);
@@ -324,7 +319,7 @@ rocksdb::Status RecoverInto(
     InternalKeyCmp cmp(cf->second->GetComparator());
     auto chunks = replay::ChunkRanges(pool, l->list_id);
     replay::ListReplayer rp(db, cf->second, o, r->watermark_used, r->watermark,
-                            check, open_seq, copies, std::move(newer), r);
+                            check, open_seq, copies, std::move(older), r);
     Status ws = memtable::WalkList(
         *pool, l, cmp, &chunks,
         [&](const pmem::NvmNode* n) {

@@ -99,7 +99,7 @@ Status ListSeqRange(pmem::Pool* pool, pmem::ListRoot* l,
 ListReplayer::ListReplayer(rocksdb::DB* db, rocksdb::ColumnFamilyHandle* cf,
                            const RecoveryOptions& o, bool use_wm, uint64_t wm,
                            bool check_presence, uint64_t open_seq,
-                           CopyRange copies, NewerLists newer,
+                           CopyRange copies, OlderCopies older,
                            RecoveryReport* r)
     : db_(db),
       cf_(cf),
@@ -110,7 +110,7 @@ ListReplayer::ListReplayer(rocksdb::DB* db, rocksdb::ColumnFamilyHandle* cf,
       check_presence_(check_presence),
       open_seq_(open_seq),
       copies_(copies),
-      newer_(std::move(newer)),
+      older_(std::move(older)),
       r_(r) {
   wo_.disableWAL = true;  // everything is flushed before the lists go
 }
@@ -194,8 +194,8 @@ size_t ListReplayer::Anchor() {
   }
   for (const rocksdb::KeyVersion& v : versions) {
     if (v.sequence <= open_seq_ && v.sequence > group_[0].seq &&
-        newer_.Contains(v.sequence)) {
-      return 0;  // superseded by a newer list's entry already in the DB
+        !older_.Contains(v.sequence)) {
+      return 0;  // superseded by newer history already in the DB
     }
   }
   for (size_t i = 0; i < group_.size(); i++) {

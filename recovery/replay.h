@@ -94,31 +94,22 @@ struct CopyRange {
   }
 };
 
-// Where the entries of the same column family's *newer* leftover lists may
-// sit in the DB: their own sequence ranges and their copy ranges. A DB
-// version of a key inside one of them that is newer than a group means a
-// newer list's entry for that key is already there (flushed together with
-// this list and hiding it, or WAL-replayed, or copied by an interrupted
-// recovery): the group is superseded and must not be replayed on top.
-// Sequence numbers are reused after a WAL-less reopen, so an interrupted
-// recovery's copy of this list's or an OLDER list's entry can sit inside a
-// newer list's own sequence range. Such a version is older data, never a
-// newer list's entry: `own_and_older` holds the copy ranges of this list
-// and of the older lists of the column family, and versions inside them do
-// not supersede. (A newer list's entry that is in the DB got there before
-// the first recovery opened it, so below every copy range.)
-struct NewerLists {
-  std::vector<SeqRange> seqs;
-  std::vector<CopyRange> copies;
-  std::vector<CopyRange> own_and_older;
+// The copy spans of this list and of the older leftover lists of the same
+// column family. A DB version of a key newer than the key's group is newer
+// history — a newer list's entry flushed together with this list and
+// hiding it, a WAL-replayed write (also one whose memtable insert never
+// finished), a newer list's copy from an interrupted recovery, a foreign
+// write after the crash — and the group is superseded: replaying it on top
+// would resurrect an older value or apply an operand out of order. The one
+// exception: sequence numbers are reused after a WAL-less reopen, so an
+// interrupted recovery's copy of this list's or an older list's entry can
+// carry a larger sequence number while being older data; versions inside
+// these spans never supersede (review finding 1). Everything else in the
+// DB that is newer than a group got there after the crashed run wrote it.
+struct OlderCopies {
+  std::vector<CopyRange> ranges;
   bool Contains(uint64_t s) const {
-    for (const CopyRange& r : own_and_older) {
-      if (r.Contains(s)) return false;
-    }
-    for (const SeqRange& r : seqs) {
-      if (r.Contains(s)) return true;
-    }
-    for (const CopyRange& r : copies) {
+    for (const CopyRange& r : ranges) {
       if (r.Contains(s)) return true;
     }
     return false;
@@ -130,7 +121,7 @@ class ListReplayer {
   ListReplayer(rocksdb::DB* db, rocksdb::ColumnFamilyHandle* cf,
                const RecoveryOptions& o, bool use_wm, uint64_t wm,
                bool check_presence, uint64_t open_seq, CopyRange copies,
-               NewerLists newer, RecoveryReport* r);
+               OlderCopies older, RecoveryReport* r);
 
   bool ok() const { return status_.ok(); }
   // Feeds one node of list `root`, in list order. False on an error.
@@ -156,7 +147,7 @@ class ListReplayer {
   bool check_presence_;
   uint64_t open_seq_;  // LastSequence when this recovery opened the DB
   CopyRange copies_;
-  NewerLists newer_;
+  OlderCopies older_;
   RecoveryReport* r_;
   rocksdb::WriteOptions wo_;
   rocksdb::WriteBatch batch_;

@@ -451,7 +451,7 @@ struct Campaign {
 
 // Runs one child until it has acknowledged about `acks` operations (then a
 // random extra delay), kills it. Returns the last acked op per thread
-// (-1: none) via last[]. hold > 0: the child does exactly `hold` operations
+// (next - 1: none in this run) via last[]. hold > 0: the child does exactly `hold` operations
 // per thread without flushing and is killed only after it said so (no
 // timing involved).
 void RunChild(Campaign* c, int acks, int64_t last[kThreads], int hold = 0) {
@@ -460,7 +460,9 @@ void RunChild(Campaign* c, int acks, int64_t last[kThreads], int hold = 0) {
   std::string start;
   for (int t = 0; t < kThreads; t++) {
     start += std::to_string(c->next[t]) + (t + 1 < kThreads ? "," : "");
-    last[t] = -1;
+    // Nothing acknowledged in this run yet: op next[t] may be in flight
+    // (-1 here made the check expect op 0 and fail a correct recovery).
+    last[t] = static_cast<int64_t>(c->next[t]) - 1;
   }
   pid_t pid = fork();
   ASSERT_GE(pid, 0);
