@@ -214,3 +214,4 @@ class DurableSkipList {
 }  // namespace flintkv
 
 #include "memtable/durable_skiplist_inl.h"
+#include "memtable/durable_skiplist_read_inl.h"

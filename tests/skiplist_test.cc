@@ -4,7 +4,6 @@
 
 #include <algorithm>
 #include <cstdio>
-#include <cstring>
 #include <memory>
 #include <random>
 #include <string>
@@ -12,47 +11,14 @@
 #include <vector>
 
 #include "flintkv/store.h"
-#include "memtable/durable_skiplist.h"
-#include "pmem/persist.h"
-#include "pmem/pool.h"
+#include "tests/list_fixture.h"
 #include "tests/test_util.h"
 
 namespace flintkv {
 namespace {
 
-using List = memtable::DurableSkipList<pmem::PmemPersist>;
-
-// A pool with one list of the given kind.
-struct Fixture {
-  explicit Fixture(const memtable::SkipListOptions& lo,
-                   uint64_t chunk_size = 64 << 10) {
-    Status s = pmem::Pool::Open(
-        test::QuietPoolOptions(tmp.path(), 64ull << 20, chunk_size), &pool);
-    EXPECT_TRUE(s.ok()) << s.ToString();
-    EXPECT_TRUE(pool->CreateList(pmem::kListStandalone, &root).ok());
-    memtable::SkipListOptions o = lo;
-    o.chunk_size = chunk_size;
-    list = std::make_unique<List>(&cmp, pool.get(), root, o);
-  }
-  pmem::NvmNode* Node(const std::string& key, const std::string& value) {
-    size_t klen = memtable::VarintLength(key.size()) + key.size();
-    pmem::NvmNode* node = nullptr;
-    Status s = list->AllocateNode(klen + value.size(), &node);
-    EXPECT_TRUE(s.ok()) << s.ToString();
-    char* p = memtable::EncodeVarint32(node->data(),
-                                       static_cast<uint32_t>(key.size()));
-    std::memcpy(p, key.data(), key.size());
-    std::memcpy(p + key.size(), value.data(), value.size());
-    List::SealNode(node, static_cast<uint32_t>(klen), 0);
-    return node;
-  }
-
-  test::TempPool tmp;
-  memtable::BytewiseKeyComparator cmp;
-  std::unique_ptr<pmem::Pool> pool;
-  pmem::ListRoot* root = nullptr;
-  std::unique_ptr<List> list;
-};
+using List = test::List;
+using Fixture = test::ListFixture;
 
 // Issue 8g: a batch naming one key twice would give both nodes the same
 // version and leave an unsorted persistent list (Corruption on reopen).

@@ -12,67 +12,35 @@
 #include <thread>
 #include <vector>
 
-#include "memtable/durable_skiplist.h"
-#include "pmem/persist.h"
-#include "pmem/pool.h"
+#include "tests/list_fixture.h"
 #include "tests/test_util.h"
 
 namespace flintkv {
 namespace {
 
-using List = memtable::DurableSkipList<pmem::PmemPersist>;
 using memtable::ThreadId;
+using test::ListFixture;
 
-class ListFixture {
- public:
-  ListFixture() {
-    Status s = pmem::Pool::Open(
-        test::QuietPoolOptions(tmp_.path(), 64ull << 20, 64 << 10), &pool_);
-    EXPECT_TRUE(s.ok()) << s.ToString();
-    EXPECT_TRUE(pool_->CreateList(pmem::kListStandalone, &root_).ok());
-    memtable::SkipListOptions o;
-    o.chunk_size = 64 << 10;
-    list_ = std::make_unique<List>(&cmp_, pool_.get(), root_, o);
-  }
-  List* list() { return list_.get(); }
+std::string Key(int i) {
+  char buf[16];
+  std::snprintf(buf, sizeof(buf), "key%06d", i);
+  return buf;
+}
 
-  Status Put(int i) {
-    char key[16];
-    std::snprintf(key, sizeof(key), "key%06d", i);
-    size_t klen = 1 + std::strlen(key);
-    pmem::NvmNode* node = nullptr;
-    Status s = list_->AllocateNode(klen, &node);
-    if (!s.ok()) return s;
-    char* p = memtable::EncodeVarint32(node->data(), klen - 1);
-    std::memcpy(p, key, klen - 1);
-    List::SealNode(node, static_cast<uint32_t>(klen), 0);
-    return list_->Insert(node);
-  }
-  size_t Count() {
-    size_t n = 0;
-    List::Iterator it(list_.get(), list_->VisibleVersion());
-    for (it.SeekToFirst(); it.Valid(); it.Next()) n++;
-    return n;
-  }
-
- private:
-  test::TempPool tmp_;
-  memtable::BytewiseKeyComparator cmp_;
-  std::unique_ptr<pmem::Pool> pool_;
-  pmem::ListRoot* root_ = nullptr;
-  std::unique_ptr<List> list_;
-};
+Status Put(ListFixture* f, int i) {
+  return f->list->Insert(f->Node(Key(i), ""));
+}
 
 // Before: the 513th live thread got Busy (and FlintRep retried forever).
 TEST(ThreadSlotsConcurrencyTest, MoreLiveThreadsThanIds) {
   ListFixture f;
   const int kThreads = ThreadId::kMaxThreads + 88;
   test::RunLiveThreads(kThreads, [&](int t) {
-    Status s = f.Put(t);
+    Status s = Put(&f, t);
     EXPECT_TRUE(s.ok()) << "thread " << t << ": " << s.ToString();
   });
   EXPECT_EQ(static_cast<size_t>(kThreads), f.Count());
-  EXPECT_EQ(static_cast<size_t>(kThreads), f.list()->NumEntries());
+  EXPECT_EQ(static_cast<size_t>(kThreads), f.list->NumEntries());
 }
 
 // A thread_local constructed before the thread's first write is destroyed
@@ -91,9 +59,9 @@ struct LateWriter {
     // Let a new thread take an id while this one is still writing.
     std::thread other([this] {
       *other_id = ThreadId::Get();
-      EXPECT_TRUE(f->Put(1).ok());
+      EXPECT_TRUE(Put(f, 1).ok());
     });
-    EXPECT_TRUE(f->Put(2).ok());
+    EXPECT_TRUE(Put(f, 2).ok());
     other.join();
     std::lock_guard<std::mutex> l(*mu);
     *other_done = true;
@@ -115,7 +83,7 @@ TEST(ThreadSlotsConcurrencyTest, ThreadLocalDestructorAfterIdReturned) {
     late_writer.cv = &cv;
     late_writer.other_done = &done;
     late_writer.other_id = &other_id;
-    EXPECT_TRUE(f.Put(0).ok());
+    EXPECT_TRUE(Put(&f, 0).ok());
     id_alive = ThreadId::Get();
   });
   {
