@@ -37,6 +37,7 @@
 #include "rocksdb/utilities/optimistic_transaction_db.h"
 #include "rocksdb/utilities/stackable_db.h"
 #include "rocksdb/utilities/transaction_db.h"
+#include "rocksdb_scenario.h"
 #include "test_util.h"
 
 namespace flintkv {
@@ -106,21 +107,7 @@ const Config& ConfigNamed(const std::string& name) {
   std::abort();
 }
 
-class AppendOperator : public rocksdb::AssociativeMergeOperator {
- public:
-  bool Merge(const rocksdb::Slice&, const rocksdb::Slice* existing,
-             const rocksdb::Slice& value, std::string* out,
-             rocksdb::Logger*) const override {
-    out->clear();
-    if (existing) {
-      out->assign(existing->data(), existing->size());
-      out->append(",");
-    }
-    out->append(value.data(), value.size());
-    return true;
-  }
-  const char* Name() const override { return "FlintTestAppend"; }
-};
+using test::AppendOperator;
 
 // ---- The deterministic workload ----
 

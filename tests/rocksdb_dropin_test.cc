@@ -2,10 +2,10 @@
 // RocksDB user can reach either keeps every acknowledged write or is refused
 // at DB::Open with a message naming the option.
 //
-// Crashes are deterministic: a child process (this binary re-executed with
-// FLINTKV_DROPIN_CHILD naming a scenario) does its writes and then SIGKILLs
-// itself, so what was acknowledged before the crash is known exactly.
-// Crashes inside recovery use FLINTKV_CRASH_POINT (recovery/recovery.cc).
+// Crashes are deterministic scenarios (tests/rocksdb_scenario.h): a child
+// does its writes and then SIGKILLs itself, or dies at a
+// FLINTKV_CRASH_POINT, so what was acknowledged before the crash is known
+// exactly.
 #include <gtest/gtest.h>
 #include <signal.h>
 #include <sys/wait.h>
@@ -24,23 +24,22 @@
 #include "rocksdb/merge_operator.h"
 #include "rocksdb/sst_file_writer.h"
 #include "rocksdb/utilities/stackable_db.h"
+#include "rocksdb_scenario.h"
 #include "test_util.h"
 
 namespace flintkv {
 namespace {
 
-class AppendOperator : public rocksdb::AssociativeMergeOperator {
- public:
-  bool Merge(const rocksdb::Slice&, const rocksdb::Slice* existing,
-             const rocksdb::Slice& value, std::string* out,
-             rocksdb::Logger*) const override {
-    out->clear();
-    if (existing) out->assign(existing->data(), existing->size()).append(",");
-    out->append(value.data(), value.size());
-    return true;
-  }
-  const char* Name() const override { return "DropinAppend"; }
-};
+using test::BaseOptions;
+using test::Check;
+using test::DbDir;
+using test::Die;
+using test::Key;
+using test::PlainOptions;
+using test::PoolDir;
+using test::Register;
+using test::Ro;
+using test::RunChild;
 
 // A comparator with 8-byte user-defined timestamps (none is public in 7.8.3).
 class TsComparator : public rocksdb::Comparator {
@@ -54,49 +53,6 @@ class TsComparator : public rocksdb::Comparator {
                              const rocksdb::Slice&) const override {}
   void FindShortSuccessor(std::string*) const override {}
 };
-
-std::string Key(int i) {
-  char b[16];
-  std::snprintf(b, sizeof(b), "k%06d", i);
-  return b;
-}
-
-std::string DbDir(const std::string& dir) { return dir + "/db"; }
-std::string PoolDir(const std::string& dir) { return dir + "/pool"; }
-
-rocksdb::Options BaseOptions() {
-  rocksdb::Options o;
-  o.create_if_missing = true;
-  o.merge_operator = std::make_shared<AppendOperator>();
-  o.info_log_level = rocksdb::InfoLogLevel::ERROR_LEVEL;
-  return o;
-}
-
-std::shared_ptr<rocksdb::MemTableRepFactory> Factory(const std::string& dir) {
-  MemTableOptions mo;
-  mo.pool_dir = PoolDir(dir);
-  mo.pool_size = 256ull << 20;
-  std::shared_ptr<rocksdb::MemTableRepFactory> f;
-  rocksdb::Status s = NewMemTableRepFactory(mo, &f);
-  if (!s.ok()) {
-    std::fprintf(stderr, "factory: %s\n", s.ToString().c_str());
-    std::abort();
-  }
-  return f;
-}
-
-rocksdb::Options PlainOptions(const std::string& dir) {
-  rocksdb::Options o = BaseOptions();
-  o.memtable_factory = Factory(dir);
-  return o;
-}
-
-RecoveryOptions Ro(const std::string& dir) {
-  RecoveryOptions ro;
-  ro.pool_dir = PoolDir(dir);
-  ro.pool_size = 256ull << 20;
-  return ro;
-}
 
 rocksdb::DB* OpenWrapper(const std::string& dir,
                          rocksdb::Options o = BaseOptions()) {
@@ -113,28 +69,7 @@ rocksdb::DB* OpenWrapper(const std::string& dir,
   return db;
 }
 
-void Check(const rocksdb::Status& s, const char* what) {
-  if (!s.ok()) {
-    std::fprintf(stderr, "%s: %s\n", what, s.ToString().c_str());
-    std::abort();
-  }
-}
-
 // ---- Child scenarios: write, then die by SIGKILL ----
-
-using Scenario = std::function<void(const std::string& dir)>;
-std::map<std::string, Scenario>& Scenarios() {
-  static std::map<std::string, Scenario> m;
-  return m;
-}
-struct Register {
-  Register(const char* name, Scenario f) { Scenarios()[name] = std::move(f); }
-};
-
-[[noreturn]] void Die() {
-  raise(SIGKILL);
-  std::abort();
-}
 
 // Plain factory, WAL off: n puts, then crash.
 void PlainPuts(const std::string& dir, int n, bool wal) {
@@ -319,49 +254,10 @@ Register r15("merges_over_flushed_base", [](const std::string& d) {
 });
 
 // Re-executed child: runs the scenario before gtest's main.
-const int kChild = [] {
-  const char* name = std::getenv("FLINTKV_DROPIN_CHILD");
-  if (name) {
-    auto it = Scenarios().find(name);
-    if (it == Scenarios().end()) std::abort();
-    it->second(std::getenv("FLINTKV_DROPIN_DIR"));
-    std::exit(0);
-  }
-  return 0;
-}();
+const int kChild = test::RunScenarioIfChild();
 
-// Runs scenario `name` in a child and expects it to die by SIGKILL.
-void RunChild(const std::string& name, const std::string& dir,
-              const std::string& crash_point = "") {
-  pid_t pid = fork();
-  ASSERT_GE(pid, 0);
-  if (pid == 0) {
-    setenv("FLINTKV_DROPIN_CHILD", name.c_str(), 1);
-    setenv("FLINTKV_DROPIN_DIR", dir.c_str(), 1);
-    if (!crash_point.empty()) {
-      setenv("FLINTKV_CRASH_POINT", crash_point.c_str(), 1);
-    }
-    execl("/proc/self/exe", "rocksdb_dropin_test", static_cast<char*>(nullptr));
-    _exit(127);
-  }
-  int status = 0;
-  ASSERT_EQ(waitpid(pid, &status, 0), pid);
-  ASSERT_TRUE(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL)
-      << name << ": child did not reach its crash (status " << status << ")";
-}
-
-class DropinTest : public ::testing::Test {
+class DropinTest : public test::ScenarioTest {
  protected:
-  void SetUp() override {
-    if (FLINTKV_TEST_TSAN)
-      GTEST_SKIP() << "librocksdb is not TSAN-instrumented";
-    const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
-    dir_ = test::TestDir() + "/flintkv_dropin_" + info->name() + "." +
-           std::to_string(getpid());
-    std::system(("rm -rf " + dir_).c_str());
-  }
-  void TearDown() override { std::system(("rm -rf " + dir_).c_str()); }
-
   // Offline recovery with stock-like options, then an open without the
   // plugin (what stock ldb / db_bench would see).
   rocksdb::DB* RecoverAndOpen(rocksdb::Options o = BaseOptions()) {
@@ -373,13 +269,6 @@ class DropinTest : public ::testing::Test {
     EXPECT_TRUE(s.ok()) << s.ToString();
     return db;
   }
-  std::string Get(rocksdb::DB* db, const std::string& k) {
-    std::string v;
-    rocksdb::Status s = db->Get(rocksdb::ReadOptions(), k, &v);
-    return s.ok() ? v : "<" + s.ToString() + ">";
-  }
-
-  std::string dir_;
 };
 
 // 8a: a read through OpenDB's wrapper never returns what recovery drops.

@@ -22,68 +22,21 @@
 #include "rocksdb/db.h"
 #include "rocksdb/env.h"
 #include "rocksdb/merge_operator.h"
+#include "rocksdb_scenario.h"
 #include "test_util.h"
 
 namespace flintkv {
 namespace {
 
-std::string Key(int i) {
-  char b[16];
-  std::snprintf(b, sizeof(b), "k%06d", i);
-  return b;
-}
-
-std::string DbDir(const std::string& dir) { return dir + "/db"; }
-std::string PoolDir(const std::string& dir) { return dir + "/pool"; }
-
-rocksdb::Options BaseOptions() {
-  rocksdb::Options o;
-  o.create_if_missing = true;
-  o.create_missing_column_families = true;
-  o.info_log_level = rocksdb::InfoLogLevel::ERROR_LEVEL;
-  return o;
-}
-
-std::shared_ptr<rocksdb::MemTableRepFactory> Factory(const std::string& dir) {
-  MemTableOptions mo;
-  mo.pool_dir = PoolDir(dir);
-  mo.pool_size = 256ull << 20;
-  std::shared_ptr<rocksdb::MemTableRepFactory> f;
-  rocksdb::Status s = NewMemTableRepFactory(mo, &f);
-  if (!s.ok()) {
-    std::fprintf(stderr, "factory: %s\n", s.ToString().c_str());
-    std::abort();
-  }
-  return f;
-}
-
-RecoveryOptions Ro(const std::string& dir) {
-  RecoveryOptions ro;
-  ro.pool_dir = PoolDir(dir);
-  ro.pool_size = 256ull << 20;
-  return ro;
-}
-
-void Check(const rocksdb::Status& s, const char* what) {
-  if (!s.ok()) {
-    std::fprintf(stderr, "%s: %s\n", what, s.ToString().c_str());
-    std::abort();
-  }
-}
-
-using Scenario = std::function<void(const std::string& dir)>;
-std::map<std::string, Scenario>& Scenarios() {
-  static std::map<std::string, Scenario> m;
-  return m;
-}
-struct Register {
-  Register(const char* name, Scenario f) { Scenarios()[name] = std::move(f); }
-};
-
-[[noreturn]] void Die() {
-  raise(SIGKILL);
-  std::abort();
-}
+using test::BaseOptions;
+using test::Check;
+using test::DbDir;
+using test::Die;
+using test::Factory;
+using test::Key;
+using test::Register;
+using test::Ro;
+using test::RunChild;
 
 // ---- An older list's copy taken for a newer list's entry ----
 // Three unflushed memtables A1, A2, A3 of the default column family
@@ -156,59 +109,15 @@ Register dr1("mixed_wal_delete_range", [](const std::string& d) {
   rocksdb::WriteOptions nowal;
   nowal.disableWAL = true;
   Check(db->Put(nowal, "k", "v"), "put (WAL off)");
-  Check(db->DeleteRange(rocksdb::WriteOptions(), db->DefaultColumnFamily(),
-                        "a", "z"),
+  Check(db->DeleteRange(rocksdb::WriteOptions(), db->DefaultColumnFamily(), "a",
+                        "z"),
         "delete range (WAL on)");
   Die();
 });
 
-const int kChild = [] {
-  const char* name = std::getenv("FLINTKV_REVIEW_CHILD");
-  if (name) {
-    auto it = Scenarios().find(name);
-    if (it == Scenarios().end()) std::abort();
-    it->second(std::getenv("FLINTKV_REVIEW_DIR"));
-    std::exit(0);
-  }
-  return 0;
-}();
+const int kChild = test::RunScenarioIfChild();
 
-void RunChild(const std::string& name, const std::string& dir) {
-  pid_t pid = fork();
-  ASSERT_GE(pid, 0);
-  if (pid == 0) {
-    setenv("FLINTKV_REVIEW_CHILD", name.c_str(), 1);
-    setenv("FLINTKV_REVIEW_DIR", dir.c_str(), 1);
-    execl("/proc/self/exe", "rocksdb_review_test", static_cast<char*>(nullptr));
-    _exit(127);
-  }
-  int status = 0;
-  ASSERT_EQ(waitpid(pid, &status, 0), pid);
-  ASSERT_TRUE(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL)
-      << name << ": child did not reach its crash (status " << status << ")";
-}
-
-class ReviewTest : public ::testing::Test {
- protected:
-  void SetUp() override {
-    if (FLINTKV_TEST_TSAN)
-      GTEST_SKIP() << "librocksdb is not TSAN-instrumented";
-    const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
-    dir_ = test::TestDir() + "/flintkv_review_" + info->name() + "." +
-           std::to_string(getpid());
-    std::system(("rm -rf " + dir_).c_str());
-  }
-  void TearDown() override { std::system(("rm -rf " + dir_).c_str()); }
-
-  std::string Get(rocksdb::DB* db, rocksdb::ColumnFamilyHandle* cf,
-                  const std::string& k) {
-    std::string v;
-    rocksdb::Status s = db->Get(rocksdb::ReadOptions(), cf, k, &v);
-    return s.ok() ? v : "<" + s.ToString() + ">";
-  }
-
-  std::string dir_;
-};
+using ReviewTest = test::ScenarioTest;
 
 // The "superseded by a newer list" rule takes the copy an interrupted
 // recovery made of A1's "a" (its sequence number lies in A3's range) for a
@@ -280,8 +189,8 @@ TEST_F(ReviewTest, DISABLED_FailedCloseFlushKeepsAcknowledgedWrites) {
   }
   // Whatever the pool kept is recovered (RecoverDB is a no-op without
   // leftovers).
-  rocksdb::Status s = RecoverDB(BaseOptions(), DbDir(dir_), {}, Ro(dir_),
-                                nullptr);
+  rocksdb::Status s =
+      RecoverDB(BaseOptions(), DbDir(dir_), {}, Ro(dir_), nullptr);
   ASSERT_TRUE(s.ok()) << s.ToString();
   rocksdb::DB* db = nullptr;
   ASSERT_TRUE(rocksdb::DB::Open(BaseOptions(), DbDir(dir_), &db).ok());
@@ -325,8 +234,8 @@ TEST_F(ReviewTest, WrapperReopenInProcessRecoversKeptMemtables) {
   auto open = [&]() {
     std::vector<rocksdb::ColumnFamilyHandle*> h;
     rocksdb::DB* db = nullptr;
-    rocksdb::Status s = OpenDB(o, DbDir(dir_), {{"default", o}}, &h, &db,
-                               Ro(dir_));
+    rocksdb::Status s =
+        OpenDB(o, DbDir(dir_), {{"default", o}}, &h, &db, Ro(dir_));
     EXPECT_TRUE(s.ok()) << s.ToString();
     for (auto* cf : h) {
       if (cf != db->DefaultColumnFamily()) db->DestroyColumnFamilyHandle(cf);
@@ -355,8 +264,8 @@ TEST_F(ReviewTest, WrapperCloseAbortedBySnapshotKeepsWrites) {
   auto open = [&]() {
     std::vector<rocksdb::ColumnFamilyHandle*> h;
     rocksdb::DB* db = nullptr;
-    rocksdb::Status s = OpenDB(o, DbDir(dir_), {{"default", o}}, &h, &db,
-                               Ro(dir_));
+    rocksdb::Status s =
+        OpenDB(o, DbDir(dir_), {{"default", o}}, &h, &db, Ro(dir_));
     EXPECT_TRUE(s.ok()) << s.ToString();
     for (auto* cf : h) {
       if (cf != db->DefaultColumnFamily()) db->DestroyColumnFamilyHandle(cf);
