@@ -244,11 +244,10 @@ rocksdb::Status RecoverInto(
   std::map<uint32_t, CfState> cf_state;
   for (auto& [id, cf] : cf_by_id) cf_state[id] = StateOf(db, cf);
   Triage(pool, &lists, o, r);
-  // Validate, then learn each list's sequence range where the DB may
-  // already hold some of its entries (SST files, WAL replay, copies).
+  // Validate, and close the copy spans interrupted recoveries left open,
+  // before anything is written.
   std::vector<pmem::ListRoot*> to_drop;
   std::vector<pmem::ListRoot*> replay;
-  std::map<uint64_t, replay::SeqRange> seq_range;
   std::map<uint64_t, replay::CopyRange> copy_range;
   for (pmem::ListRoot* l : lists) {
     rocks::MemtableMeta* meta = rocks::MutableMetaOf(l);
@@ -277,12 +276,6 @@ rocksdb::Status RecoverInto(
       if (span[1] == 0) PersistCopyBound(&span[1], open_seq);
       copies.spans.emplace_back(span[0] - 1, span[1] - 1);
     }
-    const CfState& st = cf_state[cf->first];
-    if (st.file_seq > 0 || st.memtable_entries || copies.valid()) {
-      Status s = replay::ListSeqRange(pool, l, cf->second->GetComparator(),
-                                      &seq_range[l->list_id]);
-      if (!s.ok()) return fail(ToRocks(s));
-    }
     replay.push_back(l);
   }
   for (size_t i = 0; i < replay.size(); i++) {
@@ -295,9 +288,15 @@ rocksdb::Status RecoverInto(
     // first entry, WAL replay left nothing, and no earlier recovery copied
     // it.
     const CfState& st = cf_state[cf->first];
-    const replay::SeqRange& own = seq_range[l->list_id];
-    bool check = copies.valid() || st.memtable_entries ||
-                 (own.any && st.file_seq >= own.min);
+    bool check = copies.valid() || st.memtable_entries;
+    if (!check && st.file_seq > 0) {
+      uint64_t first = 0;
+      bool any = false;
+      Status s =
+          replay::MinSeq(pool, l, cf->second->GetComparator(), &first, &any);
+      if (!s.ok()) return fail(ToRocks(s));
+      check = any && st.file_seq >= first;
+    }
     replay::OlderCopies older;
     for (size_t j = 0; check && j <= i; j++) {
       if (rocks::MetaOf(replay[j])->column_family_id != cf->first) continue;

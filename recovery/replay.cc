@@ -75,21 +75,20 @@ std::vector<memtable::ChunkRange> ChunkRanges(const pmem::Pool* pool,
   return out;
 }
 
-Status ListSeqRange(pmem::Pool* pool, pmem::ListRoot* l,
-                    const rocksdb::Comparator* ucmp, SeqRange* out) {
+Status MinSeq(pmem::Pool* pool, pmem::ListRoot* l,
+              const rocksdb::Comparator* ucmp, uint64_t* min_seq, bool* any) {
   InternalKeyCmp cmp(ucmp);
   auto chunks = ChunkRanges(pool, l->list_id);
-  *out = SeqRange();
+  *any = false;
   return memtable::WalkList(
       *pool, l, cmp, &chunks,
       [&](const pmem::NvmNode* n) {
         Entry e;
         if (n->version != pmem::kUncommittedVersion &&
             !(l->batch_mode && n->version > l->commit_version) &&
-            DecodeEntry(n, &e)) {
-          out->min = out->any ? std::min(out->min, e.seq) : e.seq;
-          out->max = out->any ? std::max(out->max, e.seq) : e.seq;
-          out->any = true;
+            DecodeEntry(n, &e) && (!*any || e.seq < *min_seq)) {
+          *min_seq = e.seq;
+          *any = true;
         }
         return memtable::WalkDecision::kKeep;
       },

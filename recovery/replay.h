@@ -72,14 +72,9 @@ bool DecodeEntry(const pmem::NvmNode* n, Entry* e);
 std::vector<memtable::ChunkRange> ChunkRanges(const pmem::Pool* pool,
                                               uint64_t list_id);
 
-// Smallest and largest sequence number of the committed entries of a list.
-struct SeqRange {
-  bool any = false;
-  uint64_t min = 0, max = 0;
-  bool Contains(uint64_t s) const { return any && s >= min && s <= max; }
-};
-Status ListSeqRange(pmem::Pool* pool, pmem::ListRoot* l,
-                    const rocksdb::Comparator* ucmp, SeqRange* out);
+// Smallest sequence number of a committed entry (*any false: none).
+Status MinSeq(pmem::Pool* pool, pmem::ListRoot* l,
+              const rocksdb::Comparator* ucmp, uint64_t* min_seq, bool* any);
 
 // Sequence numbers earlier, interrupted recoveries gave their copies of one
 // list: one span (first, last] per recovery (P11).

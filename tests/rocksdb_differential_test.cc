@@ -882,7 +882,7 @@ TEST(FlintOptionsTest, BadOptionStringsFailCleanly) {
   // Without a pool_dir the factory parses (an OPTIONS file names it without
   // one, and tools that load it put their own factory in), but DB::Open
   // refuses it and says what is missing.
-  for (const std::string& s : {"id=flintkv", "id=flintkv;pool_dir="}) {
+  for (const char* s : {"id=flintkv", "id=flintkv;pool_dir="}) {
     std::shared_ptr<rocksdb::MemTableRepFactory> f;
     ASSERT_TRUE(rocksdb::MemTableRepFactory::CreateFromString(co, s, &f).ok())
         << s;
