@@ -28,8 +28,28 @@
 //     after a crash; such an operation had not returned).
 //  P5 readers filter by a cached visible_version, which a batch advances
 //     once, after all its nodes are linked.
+//  P12 (group commit) a pass links every ready strong advertisement, flushes
+//     their versions and predecessor pointers, fences once, and only then
+//     publishes visible_version and releases their waiters. A crash before
+//     that fence may leave any subset of the pass's nodes linked, with
+//     version MAX or their version: none was acknowledged or visible, so
+//     recovery keeps those with a version and drops those with MAX (P4).
+//  P13 (weak durability) a write with sync=false is released once visible;
+//     its version/link words are recorded as unpersisted. Before the durable
+//     cut moves past them (Persist, a strong pass, the background bound),
+//     the thread moving it re-flushes every recorded word and fences (a
+//     fence drains only its own thread's flushes).
+//  P14 ListRoot::durable_cut != 0 while unpersisted weak writes may exist:
+//     every node with version >= durable_cut is dropped by recovery, so a
+//     crash keeps a prefix of the commit (version) order and a batch (one
+//     version) whole. The cut is durable before the first weak link of an
+//     epoch, and it is advanced or cleared only after P13's fence.
+// Concurrency of the weak state: unpersisted_ and cut_active_ are touched
+// only under the combiner lock.
 // Memory orderings: visible_version is published with release and read with
 // acquire; level-0 links are release stores under the combiner lock.
+// Statistics (WriteStats) are per-slot counters written by their owner with
+// relaxed load+store (no RMW, no shared line on the hot path).
 #pragma once
 
 #include <atomic>
@@ -60,12 +80,32 @@ struct SkipListOptions {
   bool global_lock = false;
   // Bytes per PMEM chunk of the list's node arena.
   size_t chunk_size = 4 << 20;
+  // How a combining pass makes strong (sync) writes durable: kPerPut is the
+  // paper's (one fence per served put, P2); kGroup fences once per pass
+  // (P12). Weak writes (sync=false) never wait for a fence (P13/P14).
+  enum class CommitMode : uint8_t { kPerPut, kGroup };
+  CommitMode commit_mode = CommitMode::kPerPut;
+};
+
+// Write-path counters of one list (benchmark instrumentation, issue 9.4).
+// Sums of per-slot counters; approximate while writers run.
+struct WriteStats {
+  uint64_t ops = 0;          // Insert/InsertBatch calls that linked
+  uint64_t nodes = 0;        // nodes inserted
+  uint64_t fences = 0;       // SFENCE drains on the write path (all threads)
+  uint64_t full_fences = 0;  // MFENCEs after a per-put pass (Alg. 1 l. 40)
+  uint64_t passes = 0;       // combining passes
+  uint64_t ads_served = 0;   // advertisements handled by passes
+  uint64_t retries = 0;      // failed validations (the worker re-locates)
+  uint64_t critical_ns = 0;  // combiner lock held (passes and barriers)
+  uint64_t barriers = 0;     // P13 drains (Persist, strong after weak, bound)
 };
 
 struct RecoveryStats {
   uint64_t nodes_kept = 0;
   uint64_t dropped_uncommitted = 0;  // version MAX (rule R1, P4)
   uint64_t rolled_back_batch = 0;    // torn batch (P3)
+  uint64_t dropped_unpersisted = 0;  // weak writes beyond the cut (P14)
   uint64_t max_version = 0;
 };
 
@@ -88,12 +128,23 @@ class DurableSkipList {
   // Finishes the header of an allocated node (key_size, flags, check).
   static void SealNode(pmem::NvmNode* node, uint32_t key_size, uint32_t flags);
 
-  // PUT (Algorithm 1). On OK the node is durable and visible.
-  Status Insert(pmem::NvmNode* node, InsertResult* result = nullptr);
-  // WRITEBATCH (Algorithms 3-4): all nodes become durable and visible
-  // atomically. Keys must be pairwise distinct (InvalidArgument otherwise,
-  // with nothing inserted; the allocated nodes stay unused in the arena).
-  Status InsertBatch(pmem::NvmNode* const* nodes, size_t n);
+  // PUT (Algorithm 1). On OK the node is visible, and durable if sync
+  // (else durable after the next Persist or strong pass, P13/P14).
+  Status Insert(pmem::NvmNode* node, InsertResult* result = nullptr,
+                bool sync = true);
+  // WRITEBATCH (Algorithms 3-4): all nodes become visible atomically, and
+  // durable atomically (at return if sync, else as Insert). Keys must be
+  // pairwise distinct (InvalidArgument otherwise, with nothing inserted;
+  // the allocated nodes stay unused in the arena).
+  Status InsertBatch(pmem::NvmNode* const* nodes, size_t n, bool sync = true);
+  // Barrier: when it returns, every write that returned before the call is
+  // durable (P13, P14). Waits for the combiner lock.
+  void Persist();
+  // True if weak writes may be waiting for Persist (a hint, relaxed).
+  bool HasUnpersisted() const {
+    return weak_dirty_.load(std::memory_order_relaxed);
+  }
+  WriteStats GetWriteStats() const;
 
   // Rebuilds the index from the persistent list (§5). See P4.
   Status Recover(RecoveryStats* stats);
@@ -157,6 +208,10 @@ class DurableSkipList {
     std::atomic<int> status{kEmpty};
     PutAdv* put = nullptr;
     std::vector<PutAdv>* batch = nullptr;
+    bool sync = true;
+    // WriteStats counters: each written only by the thread using the slot.
+    std::atomic<uint64_t> ops{0}, fences{0}, full_fences{0}, passes{0}, ads{0},
+        retries{0}, crit_ticks{0}, barriers{0};
     // Written by the owner thread only (load + store, no RMW), read by any.
     std::atomic<uint64_t> nodes{0};
     std::atomic<uint64_t> dram_bytes{0};
@@ -168,17 +223,38 @@ class DurableSkipList {
     }
   };
 
+  // Owner-only counter update: relaxed load + store, no RMW.
+  static void Bump(std::atomic<uint64_t>* c, uint64_t d = 1) {
+    c->store(c->load(std::memory_order_relaxed) + d, std::memory_order_relaxed);
+  }
+  // Fences of the write path, counted in the calling thread's slot.
+  void CountedPersist(Slot* me, const void* p, size_t n) {
+    P::Persist(p, n);
+    Bump(&me->fences);
+  }
+  void CountedFence(Slot* me) {
+    P::Fence();
+    Bump(&me->fences);
+  }
+  // How ProcessPut makes its link durable.
+  enum class LinkMode { kPerPut, kGroup, kWeak };
   Slot* SlotOf(int tid);
   template <class Self, class Fn>
   static void ForEachSlot(Self* self, Fn fn);
   Slot* AcquireSlot(std::unique_lock<std::mutex>* overflow);
   Status PrepareOnce(pmem::NvmNode* node, IndexNode** inode, Slot* slot);
   void Locate(const char* key, IndexNode** preds, IndexNode** succs) const;
-  void Prepare(PutAdv* adv);
+  void Prepare(PutAdv* adv, Slot* me);
   int Attach(Slot* slot);
-  void CombineAll();
-  bool ProcessPut(PutAdv* adv, bool in_batch);
-  void ProcessBatch(std::vector<PutAdv>* batch);
+  void LockCombiner();
+  void CombineAll(Slot* me);
+  void CombineStrong(Slot* me, uint64_t* v);
+  void CombineWeak(Slot* me, uint64_t* v);
+  bool ProcessPut(PutAdv* adv, uint64_t v, LinkMode mode, Slot* me);
+  void ProcessBatch(std::vector<PutAdv>* batch, uint64_t v, Slot* me);
+  void ProcessBatchWeak(std::vector<PutAdv>* batch, uint64_t v, Slot* me);
+  void BeginWeakEpoch(uint64_t first_unpersisted, Slot* me);
+  void EndWeakEpoch(Slot* me);
   void Promote(PutAdv* adv);
   bool IsDuplicate(const IndexNode* inode, const IndexNode* succ) const;
   bool HasDuplicateKeys(pmem::NvmNode* const* nodes, size_t n) const;
@@ -201,6 +277,12 @@ class DurableSkipList {
   std::atomic<int> max_height_{1};
   std::atomic<uint64_t> visible_version_{0};
   alignas(64) std::atomic<bool> combiner_lock_{false};
+  // Under the combiner lock: strong waiters of the current group pass,
+  // and the weak state (P13/P14).
+  std::vector<Slot*> group_;
+  std::vector<const uint64_t*> unpersisted_;
+  bool cut_active_ = false;
+  std::atomic<bool> weak_dirty_{false};
   std::mutex global_mu_;  // global_lock baseline only
   static constexpr int kSlotsPerPage = 32;
   static constexpr int kSlotPages = ThreadId::kMaxThreads / kSlotsPerPage;
@@ -213,5 +295,6 @@ class DurableSkipList {
 }  // namespace memtable
 }  // namespace flintkv
 
+#include "memtable/durable_skiplist_commit_inl.h"
 #include "memtable/durable_skiplist_inl.h"
 #include "memtable/durable_skiplist_read_inl.h"

@@ -36,6 +36,10 @@ enum class Fault {
   kBatchModeBeforeCommit,  // batch: batch_mode persisted before commit_version
   kNoMaxRule,              // recovery keeps version-MAX nodes (single fence
                            // optimisation without its recovery rule)
+  kPublishBeforeGroupFence,  // group pass: visible + release before P12 fence
+  kCutBeforeDrain,  // weak drain: cut cleared under the same fence as the
+                    // re-flushed words (P13 ordering fence missing)
+  kNoCutRule,       // recovery ignores durable_cut (P14)
 };
 
 namespace internal {
@@ -54,6 +58,9 @@ inline size_t LinesIn(const void* p, size_t n) {
 }
 
 struct PmemPersist {
+  // Test seams of the crash simulator (SimPersist); nothing here.
+  static void OnAdvertise() {}
+  static void OnPassStart() {}
   static constexpr bool kDurable = true;
   static void Flush(const void* p, size_t n) {
     pmem_flush(p, n);
@@ -77,6 +84,9 @@ struct PmemPersist {
 };
 
 struct NoPersist {
+  // Test seams of the crash simulator (SimPersist); nothing here.
+  static void OnAdvertise() {}
+  static void OnPassStart() {}
   static constexpr bool kDurable = false;
   static void Flush(const void*, size_t) {}
   static void Fence() {}
