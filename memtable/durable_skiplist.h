@@ -52,6 +52,8 @@
 // relaxed load+store (no RMW, no shared line on the hot path).
 #pragma once
 
+#include <x86intrin.h>
+
 #include <atomic>
 #include <cstdint>
 #include <mutex>
@@ -223,18 +225,30 @@ class DurableSkipList {
     }
   };
 
-  // Owner-only counter update: relaxed load + store, no RMW.
+  // Owner-only counter update: relaxed load + store, no RMW. Building with
+  // -DFLINTKV_NO_WRITE_STATS removes the counters (to measure their cost,
+  // docs/results/durability_modes.md).
   static void Bump(std::atomic<uint64_t>* c, uint64_t d = 1) {
+#ifndef FLINTKV_NO_WRITE_STATS
     c->store(c->load(std::memory_order_relaxed) + d, std::memory_order_relaxed);
+#endif
   }
-  // Fences of the write path, counted in the calling thread's slot.
+  static uint64_t Ticks() {
+#ifndef FLINTKV_NO_WRITE_STATS
+    return __rdtsc();
+#else
+    return 0;
+#endif
+  }
+  // Fences of the write path, counted in the calling thread's slot (a
+  // policy without persistence issues none).
   void CountedPersist(Slot* me, const void* p, size_t n) {
     P::Persist(p, n);
-    Bump(&me->fences);
+    if (P::kDurable) Bump(&me->fences);
   }
   void CountedFence(Slot* me) {
     P::Fence();
-    Bump(&me->fences);
+    if (P::kDurable) Bump(&me->fences);
   }
   // How ProcessPut makes its link durable.
   enum class LinkMode { kPerPut, kGroup, kWeak };

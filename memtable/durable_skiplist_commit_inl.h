@@ -27,9 +27,9 @@ int DurableSkipList<P>::Attach(Slot* slot) {
     if (st != kReady) return st;  // early release by another combiner
     if (!combiner_lock_.load(std::memory_order_relaxed) &&
         !combiner_lock_.exchange(true, std::memory_order_acquire)) {
-      uint64_t t0 = __rdtsc();
+      uint64_t t0 = Ticks();
       CombineAll(slot);
-      Bump(&slot->crit_ticks, __rdtsc() - t0);
+      Bump(&slot->crit_ticks, Ticks() - t0);
       combiner_lock_.store(false, std::memory_order_release);
       if (slot->sync &&
           options_.commit_mode == SkipListOptions::CommitMode::kPerPut) {
@@ -37,7 +37,7 @@ int DurableSkipList<P>::Attach(Slot* slot) {
         // (Group passes fenced before releasing anyone, P12; weak writes do
         // not wait for a fence, P13.)
         P::FullFence();
-        Bump(&slot->full_fences);
+        if (P::kDurable) Bump(&slot->full_fences);
       }
       return slot->status.load(std::memory_order_acquire);
     }
@@ -259,10 +259,10 @@ void DurableSkipList<P>::Persist() {
   std::unique_lock<std::mutex> overflow;
   Slot* me = AcquireSlot(&overflow);
   LockCombiner();
-  uint64_t t0 = __rdtsc();
+  uint64_t t0 = Ticks();
   // Every write that returned before this call is linked, so covered.
   if (cut_active_) EndWeakEpoch(me);
-  Bump(&me->crit_ticks, __rdtsc() - t0);
+  Bump(&me->crit_ticks, Ticks() - t0);
   combiner_lock_.store(false, std::memory_order_release);
 }
 
