@@ -73,7 +73,7 @@ void DurableSkipList<P>::CombineStrong(Slot* me, uint64_t* v) {
   bool started = false;
   group_.clear();
   ForEachSlot(this, [&](Slot& s) {
-    if (!s.sync || s.status.load(std::memory_order_acquire) != kReady) return;
+    if (s.status.load(std::memory_order_acquire) != kReady || !s.sync) return;
     Bump(&me->ads);
     if (!started) {
       started = true;
@@ -119,7 +119,7 @@ void DurableSkipList<P>::CombineStrong(Slot* me, uint64_t* v) {
 template <class P>
 void DurableSkipList<P>::CombineWeak(Slot* me, uint64_t* v) {
   ForEachSlot(this, [&](Slot& s) {
-    if (s.sync || s.status.load(std::memory_order_acquire) != kReady) return;
+    if (s.status.load(std::memory_order_acquire) != kReady || s.sync) return;
     Bump(&me->ads);
     // P14: the cut is durable before the epoch's first weak link.
     if (!cut_active_) BeginWeakEpoch(*v + 1, me);
