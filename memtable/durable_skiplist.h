@@ -16,9 +16,10 @@
 // Persistence invariants (see pmem/layout.h, DESIGN.md):
 //  P1 a node's header, key and value, and its successor pointer, are durable
 //     before any persistent pointer to it is (prepare's PERSIST_RANGE).
-//  P2 when Insert returns, the node is durable and reachable from the head
-//     (combiner's PERSIST_RANGE of the predecessor pointer; it also fences
-//     the unfenced version flush before it).
+//  P2 when a sync Insert returns, the node is durable and reachable from
+//     the head (per-put: the combiner's PERSIST_RANGE of the predecessor
+//     pointer, which also fences the unfenced version flush before it;
+//     group commit: P12).
 //  P3 a batch is all-or-nothing after a crash: commit_version is durable
 //     before batch_mode=1, every node of the batch is linked durably before
 //     batch_mode=0, and recovery rolls back versions > commit_version while
@@ -43,7 +44,7 @@
 //     every node with version >= durable_cut is dropped by recovery, so a
 //     crash keeps a prefix of the commit (version) order and a batch (one
 //     version) whole. The cut is durable before the first weak link of an
-//     epoch, and it is advanced or cleared only after P13's fence.
+//     epoch, and it is cleared only after P13's fence.
 // Concurrency of the weak state: unpersisted_ and cut_active_ are touched
 // only under the combiner lock.
 // Memory orderings: visible_version is published with release and read with
