@@ -83,6 +83,9 @@ struct SkipListOptions {
   bool global_lock = false;
   // Bytes per PMEM chunk of the list's node arena.
   size_t chunk_size = 4 << 20;
+  // Keep WriteStats counters (64 bytes per writer thread, counted in
+  // DramBytes). Off for the RocksDB memtable.
+  bool write_stats = true;
   // How a combining pass makes strong (sync) writes durable: kPerPut is the
   // paper's (one fence per served put, P2); kGroup fences once per pass
   // (P12). Weak writes (sync=false) never wait for a fence (P13/P14).
@@ -205,6 +208,15 @@ class DurableSkipList {
     IndexNode* succs[kMaxHeight];
   };
 
+  // WriteStats counters of one slot, each written only by the thread using
+  // the slot. Kept apart from Slot (one line) so that lists without
+  // statistics (the RocksDB memtable, whose size RocksDB accounts) pay
+  // nothing for them.
+  struct alignas(64) SlotStats {
+    std::atomic<uint64_t> ops{0}, fences{0}, full_fences{0}, passes{0}, ads{0},
+        retries{0}, crit_ticks{0}, barriers{0};
+  };
+
   // Per-thread state, one cache line apart to avoid false sharing; in pages
   // of kSlotsPerPage allocated on first use. Small pages: a page is counted
   // in the memtable's usage, and RocksDB trims flushed-memtable history by
@@ -214,9 +226,7 @@ class DurableSkipList {
     PutAdv* put = nullptr;
     std::vector<PutAdv>* batch = nullptr;
     bool sync = true;
-    // WriteStats counters: each written only by the thread using the slot.
-    std::atomic<uint64_t> ops{0}, fences{0}, full_fences{0}, passes{0}, ads{0},
-        retries{0}, crit_ticks{0}, barriers{0};
+    SlotStats* stats = nullptr;  // null unless SkipListOptions::write_stats
     // Written by the owner thread only (load + store, no RMW), read by any.
     std::atomic<uint64_t> nodes{0};
     std::atomic<uint64_t> dram_bytes{0};
@@ -227,13 +237,18 @@ class DurableSkipList {
                        std::memory_order_relaxed);
     }
   };
+  static_assert(sizeof(Slot) == 64,
+                "one cache line per writer (RocksDB accounts slot pages)");
 
   // Owner-only counter update: relaxed load + store, no RMW. Building with
   // -DFLINTKV_NO_WRITE_STATS removes the counters (to measure their cost,
   // docs/results/durability_modes.md).
-  static void Bump(std::atomic<uint64_t>* c, uint64_t d = 1) {
+  static void Bump(Slot* s, std::atomic<uint64_t> SlotStats::*field,
+                   uint64_t d = 1) {
 #ifndef FLINTKV_NO_WRITE_STATS
-    c->store(c->load(std::memory_order_relaxed) + d, std::memory_order_relaxed);
+    if (!s->stats) return;
+    std::atomic<uint64_t>& c = s->stats->*field;
+    c.store(c.load(std::memory_order_relaxed) + d, std::memory_order_relaxed);
 #endif
   }
   static uint64_t Ticks() {
@@ -247,11 +262,11 @@ class DurableSkipList {
   // policy without persistence issues none).
   void CountedPersist(Slot* me, const void* p, size_t n) {
     P::Persist(p, n);
-    if (P::kDurable) Bump(&me->fences);
+    if (P::kDurable) Bump(me, &SlotStats::fences);
   }
   void CountedFence(Slot* me) {
     P::Fence();
-    if (P::kDurable) Bump(&me->fences);
+    if (P::kDurable) Bump(me, &SlotStats::fences);
   }
   // How ProcessPut makes its link durable.
   enum class LinkMode { kPerPut, kGroup, kWeak };
@@ -307,6 +322,7 @@ class DurableSkipList {
   std::atomic<size_t> slot_page_bytes_{0};
   std::mutex overflow_mu_;  // serialises the users of overflow_slot_
   Slot overflow_slot_;
+  SlotStats overflow_stats_;
 };
 
 }  // namespace memtable

@@ -29,7 +29,7 @@ int DurableSkipList<P>::Attach(Slot* slot) {
         !combiner_lock_.exchange(true, std::memory_order_acquire)) {
       uint64_t t0 = Ticks();
       CombineAll(slot);
-      Bump(&slot->crit_ticks, Ticks() - t0);
+      Bump(slot, &SlotStats::crit_ticks, Ticks() - t0);
       combiner_lock_.store(false, std::memory_order_release);
       if (slot->sync &&
           options_.commit_mode == SkipListOptions::CommitMode::kPerPut) {
@@ -37,7 +37,7 @@ int DurableSkipList<P>::Attach(Slot* slot) {
         // (Group passes fenced before releasing anyone, P12; weak writes do
         // not wait for a fence, P13.)
         P::FullFence();
-        if (P::kDurable) Bump(&slot->full_fences);
+        if (P::kDurable) Bump(slot, &SlotStats::full_fences);
       }
       return slot->status.load(std::memory_order_acquire);
     }
@@ -60,7 +60,7 @@ void DurableSkipList<P>::LockCombiner() {
 template <class P>
 void DurableSkipList<P>::CombineAll(Slot* me) {
   P::OnPassStart();  // test seam (crash simulator); empty in production
-  Bump(&me->passes);
+  Bump(me, &SlotStats::passes);
   uint64_t v = visible_version_.load(std::memory_order_relaxed);
   CombineStrong(me, &v);
   CombineWeak(me, &v);
@@ -74,7 +74,7 @@ void DurableSkipList<P>::CombineStrong(Slot* me, uint64_t* v) {
   group_.clear();
   ForEachSlot(this, [&](Slot& s) {
     if (s.status.load(std::memory_order_acquire) != kReady || !s.sync) return;
-    Bump(&me->ads);
+    Bump(me, &SlotStats::ads);
     if (!started) {
       started = true;
       // P13/P14: earlier weak writes become durable before any strong write
@@ -120,7 +120,7 @@ template <class P>
 void DurableSkipList<P>::CombineWeak(Slot* me, uint64_t* v) {
   ForEachSlot(this, [&](Slot& s) {
     if (s.status.load(std::memory_order_acquire) != kReady || s.sync) return;
-    Bump(&me->ads);
+    Bump(me, &SlotStats::ads);
     // P14: the cut is durable before the epoch's first weak link.
     if (!cut_active_) BeginWeakEpoch(*v + 1, me);
     if (s.batch) {
@@ -196,7 +196,7 @@ void DurableSkipList<P>::ProcessBatch(std::vector<PutAdv>* batch, uint64_t v,
   for (PutAdv& a : *batch) {
     // At most one retry: the re-locate runs under the lock (§4.2).
     while (!ProcessPut(&a, v, LinkMode::kPerPut, me)) {
-      Bump(&me->retries);
+      Bump(me, &SlotStats::retries);
       Locate(a.inode->key(), a.preds, a.succs);
       Prepare(&a, me);
     }
@@ -213,7 +213,7 @@ void DurableSkipList<P>::ProcessBatchWeak(std::vector<PutAdv>* batch,
                                           uint64_t v, Slot* me) {
   for (PutAdv& a : *batch) {
     while (!ProcessPut(&a, v, LinkMode::kWeak, me)) {
-      Bump(&me->retries);
+      Bump(me, &SlotStats::retries);
       Locate(a.inode->key(), a.preds, a.succs);
       Prepare(&a, me);
     }
@@ -231,7 +231,7 @@ void DurableSkipList<P>::BeginWeakEpoch(uint64_t first_unpersisted, Slot* me) {
 
 template <class P>
 void DurableSkipList<P>::EndWeakEpoch(Slot* me) {
-  Bump(&me->barriers);
+  Bump(me, &SlotStats::barriers);
   if (P::Faulty(pmem::Fault::kCutBeforeDrain)) {
     root_->durable_cut = 0;
     P::Flush(&root_->durable_cut, sizeof(root_->durable_cut));
@@ -262,7 +262,7 @@ void DurableSkipList<P>::Persist() {
   uint64_t t0 = Ticks();
   // Every write that returned before this call is linked, so covered.
   if (cut_active_) EndWeakEpoch(me);
-  Bump(&me->crit_ticks, Ticks() - t0);
+  Bump(me, &SlotStats::crit_ticks, Ticks() - t0);
   combiner_lock_.store(false, std::memory_order_release);
 }
 
@@ -270,12 +270,14 @@ template <class P>
 WriteStats DurableSkipList<P>::GetWriteStats() const {
   WriteStats w;
   uint64_t ticks = 0;
-  ForEachSlot(this, [&](const Slot& s) {
+  ForEachSlot(this, [&](const Slot& slot) {
     auto get = [](const std::atomic<uint64_t>& c) {
       return c.load(std::memory_order_relaxed);
     };
+    w.nodes += get(slot.nodes);
+    if (!slot.stats) return;
+    const SlotStats& s = *slot.stats;
     w.ops += get(s.ops);
-    w.nodes += get(s.nodes);
     w.fences += get(s.fences);
     w.full_fences += get(s.full_fences);
     w.passes += get(s.passes);

@@ -35,6 +35,7 @@ DurableSkipList<P>::DurableSkipList(const KeyComparator* cmp,
       root_(root),
       options_(options),
       arena_(region, root->list_id, options.chunk_size) {
+  if (options_.write_stats) overflow_slot_.stats = &overflow_stats_;
   head_ = NewIndexNode(&root_->head, "", 0, kMaxHeight, 0);
 }
 
@@ -46,7 +47,11 @@ DurableSkipList<P>::~DurableSkipList() {
     DeleteIndexNode(n);
     n = next;
   }
-  for (auto& page : slot_pages_) delete[] page.load(std::memory_order_relaxed);
+  for (auto& page : slot_pages_) {
+    Slot* p = page.load(std::memory_order_relaxed);
+    if (p) delete[] p[0].stats;  // the page's SlotStats array (or null)
+    delete[] p;
+  }
 }
 
 // Slot pages are allocated on a thread's first write, so an idle list
@@ -58,13 +63,24 @@ typename DurableSkipList<P>::Slot* DurableSkipList<P>::SlotOf(int tid) {
   if (!p) {
     Slot* fresh = new (std::nothrow) Slot[kSlotsPerPage];
     if (!fresh) return nullptr;
+    SlotStats* stats = nullptr;
+    if (options_.write_stats) {
+      stats = new (std::nothrow) SlotStats[kSlotsPerPage];
+      if (!stats) {
+        delete[] fresh;
+        return nullptr;
+      }
+      for (int i = 0; i < kSlotsPerPage; i++) fresh[i].stats = &stats[i];
+    }
     // acq_rel: publishes the constructed slots / sees the winner's.
     if (page.compare_exchange_strong(p, fresh, std::memory_order_acq_rel,
                                      std::memory_order_acquire)) {
       p = fresh;
-      slot_page_bytes_.fetch_add(sizeof(Slot) * kSlotsPerPage,
-                                 std::memory_order_relaxed);
+      slot_page_bytes_.fetch_add(
+          (sizeof(Slot) + (stats ? sizeof(SlotStats) : 0)) * kSlotsPerPage,
+          std::memory_order_relaxed);
     } else {
+      delete[] stats;
       delete[] fresh;
     }
   }
@@ -246,11 +262,11 @@ Status DurableSkipList<P>::Insert(pmem::NvmNode* node, InsertResult* result,
     slot->batch = nullptr;
     slot->sync = sync;
     if (Attach(slot) == kSuccess) break;
-    Bump(&slot->retries);
+    Bump(slot, &SlotStats::retries);
   }
   Promote(&adv);
   if (global) P::FullFence();  // as the combiner does after its lock
-  Bump(&slot->ops);
+  Bump(slot, &SlotStats::ops);
   return Status::OK();
 }
 
@@ -289,7 +305,7 @@ Status DurableSkipList<P>::InsertBatch(pmem::NvmNode* const* nodes, size_t n,
     visible_version_.store(v, std::memory_order_release);  // P5
     for (PutAdv& a : advs) Promote(&a);
     P::FullFence();
-    Bump(&slot->ops);
+    Bump(slot, &SlotStats::ops);
     return Status::OK();
   }
   locate_and_prepare();
@@ -298,7 +314,7 @@ Status DurableSkipList<P>::InsertBatch(pmem::NvmNode* const* nodes, size_t n,
   slot->sync = sync;
   Attach(slot);  // a batch always succeeds (in-combiner retry)
   for (PutAdv& a : advs) Promote(&a);
-  Bump(&slot->ops);
+  Bump(slot, &SlotStats::ops);
   return Status::OK();
 }
 
