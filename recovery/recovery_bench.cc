@@ -177,14 +177,19 @@ int Recovery() {
   }
   std::printf(
       "recovery mb=%llu threads=%d entries=%llu: flintkv %.3f s (open+close "
-      "%.3f s, triage %.3f s, walk+replay %.3f s, flush+drop %.3f s), "
-      "rocksdb_wal %.3f s, wal/flintkv %.2fx  (median of %d)\n",
+      "%.3f s, triage %.3f s, walk+write %.3f s, ingest %.3f s, flush+drop "
+      "%.3f s; %llu SST files, %llu keys through DB writes), rocksdb_wal "
+      "%.3f s, wal/flintkv %.2fx  (median of %d)\n",
       (unsigned long long)mb, threads,
       (unsigned long long)best_rep.entries_replayed, best_f,
       best_f - best_rep.replay_seconds - best_rep.flush_seconds,
       best_rep.triage_seconds,
-      best_rep.replay_seconds - best_rep.triage_seconds, best_rep.flush_seconds,
-      best_w, best_w / best_f, reps);
+      best_rep.replay_seconds - best_rep.triage_seconds -
+          best_rep.ingest_seconds,
+      best_rep.ingest_seconds, best_rep.flush_seconds,
+      (unsigned long long)best_rep.sst_files,
+      (unsigned long long)best_rep.fallback_keys, best_w, best_w / best_f,
+      reps);
   return 0;
 }
 
