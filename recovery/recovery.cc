@@ -223,18 +223,27 @@ rocksdb::Status ReplayIntoSst(
   replay::BatchWriter fallback(db, o.batch_bytes);
   std::vector<std::vector<std::string>> files(handles.size());
   for (size_t c = 0; c < handles.size() && s.ok(); c++) {
-    // This column family's lists, oldest first; one output each.
+    std::vector<const ListPlan*> cf_plans;  // oldest list first
+    for (const ListPlan& p : plans) {
+      if (p.cf == handles[c]) cf_plans.push_back(&p);
+    }
+    if (cf_plans.empty()) continue;
+    replay::SstBuilder b(db, handles[c], dir, &fallback, r);
+    if (cf_plans.size() == 1) {  // the common case: straight into the file
+      replay::StreamSink sink(&b);
+      s = WalkInto(db, pool, *cf_plans[0], open_seq, r, &sink);
+      if (s.ok()) s = b.Finish(&files[c]);
+      continue;
+    }
+    // Several lists: collect each, then merge them key by key.
     std::vector<std::unique_ptr<replay::ListOutput>> outs;
     std::vector<const replay::ListOutput*> lists;
-    for (const ListPlan& p : plans) {
-      if (p.cf != handles[c]) continue;
+    for (const ListPlan* p : cf_plans) {
       outs.emplace_back(new replay::ListOutput());
-      s = WalkInto(db, pool, p, open_seq, r, outs.back().get());
+      s = WalkInto(db, pool, *p, open_seq, r, outs.back().get());
       if (!s.ok()) return s;
       lists.push_back(outs.back().get());
     }
-    if (lists.empty()) continue;
-    replay::SstBuilder b(db, handles[c], dir, &fallback, r);
     s = b.Build(lists, &files[c]);
   }
   if (s.ok()) s = fallback.Finish();

@@ -51,6 +51,10 @@ rocksdb::Status SstBuilder::Build(const std::vector<const ListOutput*>& lists,
     }
     Fold(key_entries);
   }
+  return Finish(files);
+}
+
+rocksdb::Status SstBuilder::Finish(std::vector<std::string>* files) {
   if (status_.ok() && writer_) {
     status_ = writer_->Finish();
     if (status_.ok()) {
@@ -63,6 +67,7 @@ rocksdb::Status SstBuilder::Build(const std::vector<const ListOutput*>& lists,
 }
 
 void SstBuilder::Fold(const std::vector<Entry>& e) {
+  if (!status_.ok()) return;
   // The newest non-Merge entry (the base); entries below it are hidden.
   size_t b = e.size();
   for (size_t i = e.size(); i-- > 0;) {

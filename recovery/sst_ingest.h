@@ -73,8 +73,12 @@ class SstBuilder {
   rocksdb::Status Build(const std::vector<const ListOutput*>& lists,
                         std::vector<std::string>* files);
 
- private:
+  // The same for a column family with one list, without collecting it:
+  // each key's entries (oldest first, keys ascending), then Finish.
   void Fold(const std::vector<Entry>& e);
+  rocksdb::Status Finish(std::vector<std::string>* files);
+
+ private:
   void Fallback(const std::vector<Entry>& e);
   void Write(char op, const rocksdb::Slice& key, const rocksdb::Slice& value);
 
@@ -89,6 +93,20 @@ class SstBuilder {
   std::string scratch_;
   std::vector<rocksdb::Slice> operands_;
   rocksdb::Status status_;
+};
+
+// Feeds one list's replayed groups straight into an SstBuilder.
+class StreamSink : public GroupSink {
+ public:
+  explicit StreamSink(SstBuilder* b) : b_(b) {}
+  void Add(const std::vector<Entry>& group, size_t n) override {
+    e_.assign(group.rend() - n, group.rend());  // oldest first
+    b_->Fold(e_);
+  }
+
+ private:
+  SstBuilder* b_;
+  std::vector<Entry> e_;
 };
 
 // Ingests files[i] into column family cfs[i] (empty lists skipped), all in

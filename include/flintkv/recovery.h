@@ -1,7 +1,8 @@
 // Bringing unflushed FlintKV memtables back into a RocksDB database after a
 // crash (WAL disabled), and the crash-atomic write wrapper.
 //
-//   // Offline (what `flintkv_tool recover` does): open, replay, flush, close.
+//   // Offline (what `flintkv_tool recover` does): open, replay (SST files
+//   // ingested into the DB), close.
 //   flintkv::RecoveryOptions ro;
 //   ro.pool_dir = "/mnt/pmem0/db1";
 //   flintkv::RecoveryReport report;
@@ -108,7 +109,8 @@ rocksdb::Status BeginRecovery(const std::string& pool_dir);
 
 // Offline recovery: opens the DB at db_path with every column family listed
 // in cfs (empty: all of the DB's, with db_options' column family options),
-// sets the flintkv factory on pool_dir for each, replays, flushes, closes.
+// sets the flintkv factory on pool_dir for each, replays (RecoverInto),
+// closes.
 // Afterwards the DB is readable without the plugin (stock ldb, db_bench).
 rocksdb::Status RecoverDB(const rocksdb::Options& db_options,
                           const std::string& db_path,
