@@ -22,7 +22,8 @@
 //    the wrapper's reads return only entries <= W.
 //  - P11 (RocksDB recovery) the sequence range a recovery gives its copies
 //    of a list is durable before the first copy is written, so a later
-//    recovery recognises copies that reached SST and never replays twice.
+//    recovery recognises copies that reached SST (flushed or ingested) and
+//    never replays twice.
 //  - The list reachable from ListRoot::head.next is sorted by (key ascending,
 //    version descending) and acyclic.
 //  - A node reachable from the head has a valid header (HeaderCheck) and lies
