@@ -25,6 +25,7 @@
 #include "recovery/internal_key_cmp.h"
 #include "recovery/replay.h"
 #include "recovery/sst_ingest.h"
+#include "rocksdb/table.h"
 
 namespace flintkv {
 
@@ -441,7 +442,14 @@ rocksdb::Status RecoverInto(
     plans.push_back(std::move(p));
   }
   r->triage_seconds = Seconds(start);
-  rocksdb::Status rs = o.ingest_sst
+  // The SST path is tested with block-based tables only; any other table
+  // format (PlainTable, CuckooTable) takes the memtable path.
+  bool block_based = true;
+  for (rocksdb::ColumnFamilyHandle* h : handles) {
+    auto tf = db->GetOptions(h).table_factory;
+    block_based = block_based && tf && tf->IsInstanceOf("BlockBasedTable");
+  }
+  rocksdb::Status rs = o.ingest_sst && block_based
                            ? ReplayIntoSst(db, pool, handles, plans, o, r)
                            : ReplayIntoMemtables(db, pool, plans, o, r);
   if (!rs.ok()) return fail(rs);
