@@ -7,13 +7,16 @@ namespace flintkv {
 namespace memtable {
 namespace {
 
+// Never destroyed: threads that outlive static destruction (RocksDB joins
+// its background threads from its own static destructors, after ours) still
+// return their ids through these at exit.
 std::mutex& Mu() {
-  static std::mutex mu;
-  return mu;
+  static auto* mu = new std::mutex();
+  return *mu;
 }
 std::vector<int>& FreeIds() {
-  static std::vector<int> ids;
-  return ids;
+  static auto* ids = new std::vector<int>();
+  return *ids;
 }
 
 }  // namespace

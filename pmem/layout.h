@@ -22,7 +22,8 @@
 //    the wrapper's reads return only entries <= W.
 //  - P11 (RocksDB recovery) the sequence range a recovery gives its copies
 //    of a list is durable before the first copy is written, so a later
-//    recovery recognises copies that reached SST and never replays twice.
+//    recovery recognises copies that reached SST (flushed or ingested) and
+//    never replays twice.
 //  - P12 (group commit) one fence per combining pass covers every version
 //    and predecessor pointer the pass wrote; visible_version and the
 //    waiters' release come after it (memtable/durable_skiplist.h).

@@ -10,6 +10,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <map>
+#include <memory>
 #include <mutex>
 #include <set>
 
@@ -23,6 +24,8 @@
 #include "recovery/flint_db.h"
 #include "recovery/internal_key_cmp.h"
 #include "recovery/replay.h"
+#include "recovery/sst_ingest.h"
+#include "rocksdb/table.h"
 
 namespace flintkv {
 
@@ -140,30 +143,155 @@ void Triage(pmem::Pool* pool, std::vector<pmem::ListRoot*>* lists,
   *lists = keep;
 }
 
+// One leftover list to replay and how (see RecoverInto).
+struct ListPlan {
+  pmem::ListRoot* list = nullptr;
+  rocksdb::ColumnFamilyHandle* cf = nullptr;
+  bool check = false;  // presence checks
+  replay::CopyRange copies;
+  replay::OlderCopies older;
+};
+
+// Walks plan p's list into `sink` (nothing is written to the DB here).
+rocksdb::Status WalkInto(rocksdb::DB* db, pmem::Pool* pool, const ListPlan& p,
+                         uint64_t open_seq, RecoveryReport* r,
+                         replay::GroupSink* sink) {
+  InternalKeyCmp cmp(p.cf->GetComparator());
+  auto chunks = replay::ChunkRanges(pool, p.list->list_id);
+  replay::ListReplayer rp(db, p.cf, r->watermark_used, r->watermark, p.check,
+                          open_seq, p.copies, p.older, sink, r);
+  Status ws = memtable::WalkList(
+      *pool, p.list, cmp, &chunks,
+      [&](const pmem::NvmNode* n) {
+        if (rp.ok()) rp.Visit(p.list, n);
+        return memtable::WalkDecision::kKeep;
+      },
+      [](uint64_t*) {});
+  rocksdb::Status fs = rp.Finish();
+  if (!ws.ok()) return ToRocks(ws);
+  return fs;
+}
+
+// The copy span of this recovery in list l's meta (P11): the next free
+// pair (RecoverInto checked that one is free).
+uint64_t* NewSpan(pmem::ListRoot* l, const replay::CopyRange& copies) {
+  return &rocks::MutableMetaOf(l)->copy_spans[2 * copies.spans.size()];
+}
+
+// The memtable path (RecoveryOptions::ingest_sst = false): list by list,
+// each list's copies through DB writes inside a span of its own.
+rocksdb::Status ReplayIntoMemtables(rocksdb::DB* db, pmem::Pool* pool,
+                                    const std::vector<ListPlan>& plans,
+                                    const RecoveryOptions& o,
+                                    RecoveryReport* r) {
+  const uint64_t open_seq = db->GetLatestSequenceNumber();
+  for (const ListPlan& p : plans) {
+    // P11: this run's copies of the list get a span of their own, persisted
+    // before the first copy is written.
+    uint64_t* span = NewSpan(p.list, p.copies);
+    PersistCopyBound(&span[0], db->GetLatestSequenceNumber());
+    replay::BatchWriter w(db, o.batch_bytes);
+    replay::BatchSink sink(&w, p.cf);
+    rocksdb::Status s = WalkInto(db, pool, p, open_seq, r, &sink);
+    rocksdb::Status ws = w.Finish();
+    if (!s.ok()) return s;
+    if (!ws.ok()) return ws;
+    PersistCopyBound(&span[1], db->GetLatestSequenceNumber());
+    CrashPoint("recovery_after_list");
+    r->lists_replayed++;
+  }
+  return rocksdb::Status::OK();
+}
+
+// The SST path: every list's copies (SST files and the keys they cannot
+// express, written through the DB) share one span per list, persisted
+// before the first write; the files land in one atomic ingestion.
+rocksdb::Status ReplayIntoSst(
+    rocksdb::DB* db, pmem::Pool* pool,
+    const std::vector<rocksdb::ColumnFamilyHandle*>& handles,
+    const std::vector<ListPlan>& plans, const RecoveryOptions& o,
+    RecoveryReport* r) {
+  if (plans.empty()) return rocksdb::Status::OK();
+  const uint64_t open_seq = db->GetLatestSequenceNumber();
+  // P11: the span starts before the first copy (a fallback write or the
+  // ingestion) can be in the DB.
+  for (const ListPlan& p : plans) {
+    PersistCopyBound(&NewSpan(p.list, p.copies)[0], open_seq);
+  }
+  const std::string dir = replay::SstDir(db);
+  rocksdb::Status s = db->GetEnv()->CreateDirIfMissing(dir);
+  if (!s.ok()) return s;
+  replay::BatchWriter fallback(db, o.batch_bytes);
+  std::vector<std::vector<std::string>> files(handles.size());
+  for (size_t c = 0; c < handles.size() && s.ok(); c++) {
+    std::vector<const ListPlan*> cf_plans;  // oldest list first
+    for (const ListPlan& p : plans) {
+      if (p.cf == handles[c]) cf_plans.push_back(&p);
+    }
+    if (cf_plans.empty()) continue;
+    replay::SstBuilder b(db, handles[c], dir, &fallback, r);
+    if (cf_plans.size() == 1) {  // the common case: straight into the file
+      replay::StreamSink sink(&b);
+      s = WalkInto(db, pool, *cf_plans[0], open_seq, r, &sink);
+      if (s.ok()) s = b.Finish(&files[c]);
+      continue;
+    }
+    // Several lists: collect each, then merge them key by key.
+    std::vector<std::unique_ptr<replay::ListOutput>> outs;
+    std::vector<const replay::ListOutput*> lists;
+    for (const ListPlan* p : cf_plans) {
+      outs.emplace_back(new replay::ListOutput());
+      s = WalkInto(db, pool, *p, open_seq, r, outs.back().get());
+      if (!s.ok()) return s;
+      lists.push_back(outs.back().get());
+    }
+    s = b.Build(lists, &files[c]);
+  }
+  if (s.ok()) s = fallback.Finish();
+  if (!s.ok()) return s;
+  CrashPoint("recovery_before_ingest");
+  auto start = std::chrono::steady_clock::now();
+  s = replay::IngestFiles(db, handles, files);
+  r->ingest_seconds = Seconds(start);
+  if (!s.ok()) return s;
+  CrashPoint("recovery_after_ingest");
+  for (const ListPlan& p : plans) {
+    PersistCopyBound(&NewSpan(p.list, p.copies)[1],
+                     db->GetLatestSequenceNumber());
+    CrashPoint("recovery_after_list");
+    r->lists_replayed++;
+  }
+  return rocksdb::Status::OK();
+}
+
 }  // namespace
 
 std::string RecoveryReport::ToString() const {
-  char buf[1024];
+  char buf[1280];
   std::snprintf(
       buf, sizeof(buf),
       "lists: %llu found, %llu replayed (%llu with presence checks), %llu "
       "copies of an interrupted recovery dropped, %llu of dropped column "
       "families; entries: %llu committed, %llu replayed (%llu bytes), %llu "
-      "already in the DB, %llu superseded; dropped: %llu uncommitted "
+      "already in the DB, %llu superseded; %llu SST files (%llu entries), "
+      "%llu keys through DB writes; dropped: %llu uncommitted "
       "(version MAX), %llu torn FlintKV batch, %llu above watermark; "
-      "watermark: %s %llu; time: triage %.3f s, replay %.3f s, flush %.3f s",
+      "watermark: %s %llu; time: triage %.3f s, replay %.3f s, ingest %.3f "
+      "s, flush %.3f s",
       (unsigned long long)lists_found, (unsigned long long)lists_replayed,
       (unsigned long long)lists_checked,
       (unsigned long long)lists_copies_dropped,
       (unsigned long long)lists_dropped_cf, (unsigned long long)entries_seen,
       (unsigned long long)entries_replayed, (unsigned long long)bytes_replayed,
       (unsigned long long)entries_present,
-      (unsigned long long)entries_superseded,
+      (unsigned long long)entries_superseded, (unsigned long long)sst_files,
+      (unsigned long long)sst_entries, (unsigned long long)fallback_keys,
       (unsigned long long)dropped_uncommitted,
       (unsigned long long)dropped_torn_batch,
       (unsigned long long)dropped_above_watermark,
       watermark_used ? "used" : "not used", (unsigned long long)watermark,
-      triage_seconds, replay_seconds - triage_seconds, flush_seconds);
+      triage_seconds, replay_seconds - triage_seconds - ingest_seconds,
+      ingest_seconds, flush_seconds);
   return buf;
 }
 
@@ -278,62 +406,54 @@ rocksdb::Status RecoverInto(
     }
     replay.push_back(l);
   }
+  // Per list: presence checks and the copy spans that never supersede.
+  std::vector<ListPlan> plans;
   for (size_t i = 0; i < replay.size(); i++) {
     pmem::ListRoot* l = replay[i];
-    rocks::MemtableMeta* meta = rocks::MutableMetaOf(l);
-    auto cf = cf_by_id.find(meta->column_family_id);
-    const replay::CopyRange copies = copy_range[l->list_id];
+    ListPlan p;
+    p.list = l;
+    p.cf = cf_by_id[rocks::MetaOf(l)->column_family_id];
+    p.copies = copy_range[l->list_id];
     // Presence checks cost a DB lookup per key; skip them when nothing in
     // the DB can hold an entry of this list: no SST sequence reaches its
     // first entry, WAL replay left nothing, and no earlier recovery copied
     // it.
-    const CfState& st = cf_state[cf->first];
-    bool check = copies.valid() || st.memtable_entries;
-    if (!check && st.file_seq > 0) {
+    const CfState& st = cf_state[p.cf->GetID()];
+    p.check = p.copies.valid() || st.memtable_entries;
+    if (!p.check && st.file_seq > 0) {
       uint64_t first = 0;
       bool any = false;
-      Status s =
-          replay::MinSeq(pool, l, cf->second->GetComparator(), &first, &any);
+      Status s = replay::MinSeq(pool, l, p.cf->GetComparator(), &first, &any);
       if (!s.ok()) return fail(ToRocks(s));
-      check = any && st.file_seq >= first;
+      p.check = any && st.file_seq >= first;
     }
-    replay::OlderCopies older;
-    for (size_t j = 0; check && j <= i; j++) {
-      if (rocks::MetaOf(replay[j])->column_family_id != cf->first) continue;
-      older.ranges.push_back(copy_range[replay[j]->list_id]);
+    for (size_t j = 0; p.check && j <= i; j++) {
+      if (rocks::MetaOf(replay[j])->column_family_id != p.cf->GetID()) continue;
+      p.older.ranges.push_back(copy_range[replay[j]->list_id]);
     }
-    if (check) r->lists_checked++;
-    r->triage_seconds = Seconds(start);
-    // P11: this run's copies of l get a span of their own, persisted
-    // before the first copy is written.
-    if (copies.spans.size() == rocks::kMaxCopySpans) {
+    if (p.check) r->lists_checked++;
+    if (p.copies.spans.size() == rocks::kMaxCopySpans) {
       return fail(rocksdb::Status::Incomplete(
           "flintkv: list " + std::to_string(l->list_id) + " was copied by " +
           std::to_string(rocks::kMaxCopySpans) +
           " interrupted recoveries already; refusing to replay it again "
           "(the pool is unchanged)"));
     }
-    uint64_t* span = &meta->copy_spans[2 * copies.spans.size()];
-    PersistCopyBound(&span[0], db->GetLatestSequenceNumber());
-    InternalKeyCmp cmp(cf->second->GetComparator());
-    auto chunks = replay::ChunkRanges(pool, l->list_id);
-    replay::ListReplayer rp(db, cf->second, o, r->watermark_used, r->watermark,
-                            check, open_seq, copies, std::move(older), r);
-    Status ws = memtable::WalkList(
-        *pool, l, cmp, &chunks,
-        [&](const pmem::NvmNode* n) {
-          if (rp.ok()) rp.Visit(l, n);
-          return memtable::WalkDecision::kKeep;
-        },
-        [](uint64_t*) {});
-    rocksdb::Status fs = rp.Finish();
-    if (!ws.ok()) return fail(ToRocks(ws));
-    if (!fs.ok()) return fail(fs);
-    PersistCopyBound(&span[1], db->GetLatestSequenceNumber());
-    CrashPoint("recovery_after_list");
-    r->lists_replayed++;
-    to_drop.push_back(l);
+    plans.push_back(std::move(p));
   }
+  r->triage_seconds = Seconds(start);
+  // The SST path is tested with block-based tables only; any other table
+  // format (PlainTable, CuckooTable) takes the memtable path.
+  bool block_based = true;
+  for (rocksdb::ColumnFamilyHandle* h : handles) {
+    auto tf = db->GetOptions(h).table_factory;
+    block_based = block_based && tf && tf->IsInstanceOf("BlockBasedTable");
+  }
+  rocksdb::Status rs = o.ingest_sst && block_based
+                           ? ReplayIntoSst(db, pool, handles, plans, o, r)
+                           : ReplayIntoMemtables(db, pool, plans, o, r);
+  if (!rs.ok()) return fail(rs);
+  for (const ListPlan& p : plans) to_drop.push_back(p.list);
   r->replay_seconds = Seconds(start);
 
   start = std::chrono::steady_clock::now();
@@ -354,6 +474,7 @@ rocksdb::Status RecoverInto(
     wm.SetPublished(db->GetLatestSequenceNumber());
   }
   r->flush_seconds = Seconds(start);
+  replay::RemoveSstDir(db);
   h->leftover_state = PoolHandle::kDone;
   Unclaim(o.pool_dir);
   Log(o, "flintkv: recovery: " + r->ToString());

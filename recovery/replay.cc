@@ -7,11 +7,9 @@
 
 #include "memtable/coding.h"
 #include "recovery/internal_key_cmp.h"
-#include "rocksdb/wide_columns.h"
 
 namespace flintkv {
 namespace replay {
-namespace {
 
 // A wide-column entity as RocksDB 7.8.3 serialises it in a memtable value
 // (db/wide/wide_column_serialization.h, version 1): varint32 version,
@@ -43,8 +41,6 @@ bool DecodeEntity(rocksdb::Slice in, rocksdb::WideColumns* out) {
   }
   return p == end;
 }
-
-}  // namespace
 
 bool DecodeEntry(const pmem::NvmNode* n, Entry* e) {
   const char* p = n->data();
@@ -96,23 +92,21 @@ Status MinSeq(pmem::Pool* pool, pmem::ListRoot* l,
 }
 
 ListReplayer::ListReplayer(rocksdb::DB* db, rocksdb::ColumnFamilyHandle* cf,
-                           const RecoveryOptions& o, bool use_wm, uint64_t wm,
-                           bool check_presence, uint64_t open_seq,
-                           CopyRange copies, OlderCopies older,
+                           bool use_wm, uint64_t wm, bool check_presence,
+                           uint64_t open_seq, CopyRange copies,
+                           OlderCopies older, GroupSink* sink,
                            RecoveryReport* r)
     : db_(db),
       cf_(cf),
       ucmp_(cf->GetComparator()),
-      o_(o),
       use_wm_(use_wm),
       wm_(wm),
       check_presence_(check_presence),
       open_seq_(open_seq),
       copies_(copies),
       older_(std::move(older)),
-      r_(r) {
-  wo_.disableWAL = true;  // everything is flushed before the lists go
-}
+      sink_(sink),
+      r_(r) {}
 
 bool ListReplayer::Visit(const pmem::ListRoot* root, const pmem::NvmNode* n) {
   if (n->version == pmem::kUncommittedVersion) {
@@ -162,7 +156,6 @@ bool ListReplayer::Visit(const pmem::ListRoot* root, const pmem::NvmNode* n) {
 
 rocksdb::Status ListReplayer::Finish() {
   EndKey();
-  if (status_.ok()) Commit();
   return status_;
 }
 
@@ -225,30 +218,37 @@ size_t ListReplayer::Anchor() {
 
 void ListReplayer::EndKey() {
   if (group_.empty()) return;
-  // group_: newest first. Replay the part newer than what the DB has,
-  // oldest first.
+  // group_: newest first. Replay the part newer than what the DB has.
   size_t n = check_presence_ ? Anchor() : group_.size();
   if (!status_.ok()) return;
   r_->entries_present += group_.size() - n;
-  for (size_t i = n; i-- > 0;) Append(group_[i]);
+  for (size_t i = 0; i < n; i++) {
+    r_->entries_replayed++;
+    r_->bytes_replayed += group_[i].user_key.size() + group_[i].value.size();
+  }
+  if (n > 0) sink_->Add(group_, n);
   group_.clear();
-  if (batch_.GetDataSize() >= o_.batch_bytes) Commit();
 }
 
-void ListReplayer::Append(const Entry& e) {
+BatchWriter::BatchWriter(rocksdb::DB* db, size_t batch_bytes)
+    : db_(db), batch_bytes_(batch_bytes) {
+  wo_.disableWAL = true;  // everything is flushed before the lists go
+}
+
+void BatchWriter::Append(rocksdb::ColumnFamilyHandle* cf, const Entry& e) {
   rocksdb::Status s;
   switch (e.type) {
     case kTypeValue:
-      s = batch_.Put(cf_, e.user_key, e.value);
+      s = batch_.Put(cf, e.user_key, e.value);
       break;
     case kTypeDeletion:
-      s = batch_.Delete(cf_, e.user_key);
+      s = batch_.Delete(cf, e.user_key);
       break;
     case kTypeSingleDeletion:
-      s = batch_.SingleDelete(cf_, e.user_key);
+      s = batch_.SingleDelete(cf, e.user_key);
       break;
     case kTypeMerge:
-      s = batch_.Merge(cf_, e.user_key, e.value);
+      s = batch_.Merge(cf, e.user_key, e.value);
       break;
     case kTypeWideColumnEntity: {
       rocksdb::WideColumns columns;
@@ -257,17 +257,24 @@ void ListReplayer::Append(const Entry& e) {
             "flintkv: undecodable wide-column entity for key '" +
             e.user_key.ToString(true) + "'");
       } else {
-        s = batch_.PutEntity(cf_, e.user_key, columns);
+        s = batch_.PutEntity(cf, e.user_key, columns);
       }
       break;
     }
   }
   if (!s.ok() && status_.ok()) status_ = s;
-  r_->entries_replayed++;
-  r_->bytes_replayed += e.user_key.size() + e.value.size();
 }
 
-void ListReplayer::Commit() {
+void BatchWriter::EndKey() {
+  if (batch_.GetDataSize() >= batch_bytes_) Commit();
+}
+
+rocksdb::Status BatchWriter::Finish() {
+  Commit();
+  return status_;
+}
+
+void BatchWriter::Commit() {
   if (batch_.Count() == 0 || !status_.ok()) return;
   status_ = db_->Write(wo_, &batch_);
   batch_.Clear();

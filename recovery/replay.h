@@ -44,6 +44,7 @@
 #include "rocksdb/comparator.h"
 #include "rocksdb/db.h"
 #include "rocksdb/utilities/debug.h"
+#include "rocksdb/wide_columns.h"
 #include "rocksdb/write_batch.h"
 
 namespace flintkv {
@@ -111,17 +112,62 @@ struct OlderCopies {
   }
 };
 
+// Receives, key by key, the entries of one list that recovery must
+// replay: group[n-1] (oldest) ... group[0] (newest).
+class GroupSink {
+ public:
+  virtual ~GroupSink() = default;
+  virtual void Add(const std::vector<Entry>& group, size_t n) = 0;
+};
+
+// Writes entries through DB writes (WAL off; the caller flushes before the
+// lists go). A key's entries are never split across WriteBatches: a batch
+// is committed only in EndKey (the "whole group" premise of Present()).
+class BatchWriter {
+ public:
+  BatchWriter(rocksdb::DB* db, size_t batch_bytes);
+  void Append(rocksdb::ColumnFamilyHandle* cf, const Entry& e);
+  void EndKey();
+  rocksdb::Status Finish();
+  const rocksdb::Status& status() const { return status_; }
+
+ private:
+  void Commit();
+
+  rocksdb::DB* db_;
+  size_t batch_bytes_;
+  rocksdb::WriteOptions wo_;
+  rocksdb::WriteBatch batch_;
+  rocksdb::Status status_;
+};
+
+// The memtable path: each group goes to the DB as soon as it is decided.
+class BatchSink : public GroupSink {
+ public:
+  BatchSink(BatchWriter* w, rocksdb::ColumnFamilyHandle* cf) : w_(w), cf_(cf) {}
+  void Add(const std::vector<Entry>& group, size_t n) override {
+    for (size_t i = n; i-- > 0;) w_->Append(cf_, group[i]);
+    w_->EndKey();
+  }
+
+ private:
+  BatchWriter* w_;
+  rocksdb::ColumnFamilyHandle* cf_;
+};
+
+// Walks one list and decides, key by key, what to replay (above); hands the
+// result to a GroupSink. Writes nothing itself.
 class ListReplayer {
  public:
-  ListReplayer(rocksdb::DB* db, rocksdb::ColumnFamilyHandle* cf,
-               const RecoveryOptions& o, bool use_wm, uint64_t wm,
-               bool check_presence, uint64_t open_seq, CopyRange copies,
-               OlderCopies older, RecoveryReport* r);
+  ListReplayer(rocksdb::DB* db, rocksdb::ColumnFamilyHandle* cf, bool use_wm,
+               uint64_t wm, bool check_presence, uint64_t open_seq,
+               CopyRange copies, OlderCopies older, GroupSink* sink,
+               RecoveryReport* r);
 
   bool ok() const { return status_.ok(); }
   // Feeds one node of list `root`, in list order. False on an error.
   bool Visit(const pmem::ListRoot* root, const pmem::NvmNode* n);
-  // Replays the last group and writes what is still batched.
+  // Decides the last group.
   rocksdb::Status Finish();
 
  private:
@@ -130,28 +176,27 @@ class ListReplayer {
   size_t Anchor();
   bool Present(const Entry& e,
                const std::vector<rocksdb::KeyVersion>& versions) const;
-  void Append(const Entry& e);
-  void Commit();
 
   rocksdb::DB* db_;
   rocksdb::ColumnFamilyHandle* cf_;
   const rocksdb::Comparator* ucmp_;
-  const RecoveryOptions& o_;
   bool use_wm_;
   uint64_t wm_;
   bool check_presence_;
   uint64_t open_seq_;  // LastSequence when this recovery opened the DB
   CopyRange copies_;
   OlderCopies older_;
+  GroupSink* sink_;
   RecoveryReport* r_;
-  rocksdb::WriteOptions wo_;
-  rocksdb::WriteBatch batch_;
   std::string key_;
   bool have_key_ = false;
   bool done_ = false;
   std::vector<Entry> group_;  // newest first
   rocksdb::Status status_;
 };
+
+// RocksDB's in-memtable wide-column serialisation, decoded (PutEntity).
+bool DecodeEntity(rocksdb::Slice in, rocksdb::WideColumns* out);
 
 }  // namespace replay
 }  // namespace flintkv

@@ -32,7 +32,7 @@ run() { echo "\$ $*" >&2; "$@" 2> >(grep -v 'emulated PMEM' >&2); }
   echo
   echo "## Recovery time (median of $REPS)"
   echo
-  echo "A child writes random 16-byte keys with 100-byte values until the size below is in the memtable (nothing flushed), then dies with \`_exit\`. FlintKV = \`RecoverDB\`: DB::Open + walk of the persistent sorted lists + key-ordered re-insert + flush + close. RocksDB = DB::Open replaying the WAL (default skiplist memtable; the recovered memtable is flushed at open as well) + close."
+  echo "A child writes random 16-byte keys with 100-byte values until the size below is in the memtable (nothing flushed), then dies with \`_exit\`. FlintKV = \`RecoverDB\`: DB::Open + walk of the persistent sorted lists + one SST file per column family written with SstFileWriter + IngestExternalFiles + close (\`RecoveryOptions::ingest_sst\`, the default; docs/rocksdb_recovery.md). RocksDB = DB::Open replaying the WAL (default skiplist memtable; the recovered memtable is flushed at open as well) + close."
   echo
   echo '```'
   for mb in $SIZES; do

@@ -88,7 +88,8 @@ Register cp1("three_lists", [](const std::string& d) {
 // A recovery killed when its first flush is installed (MarkFlushed): the
 // first copies of A1 are in SST, nothing of A2. Small write buffers and
 // max_write_buffer_number=2 stop the replay until that flush is done, so
-// the flush holds only copies of A1 (which is 4 MiB).
+// the flush holds only copies of A1 (which is 4 MiB). The memtable path
+// (ingest_sst = false): the SST path flushes no copies.
 Register cp2("recover_first_flush_crash", [](const std::string& d) {
   setenv("FLINTKV_CRASH_POINT", "flintkv_mark_flushed", 1);
   rocksdb::Options o = BaseOptions();
@@ -96,7 +97,15 @@ Register cp2("recover_first_flush_crash", [](const std::string& d) {
   o.max_write_buffer_number = 2;
   RecoveryOptions ro = Ro(d);
   ro.batch_bytes = 64 << 10;
+  ro.ingest_sst = false;
   RecoverDB(o, DbDir(d), {{"default", o}, {"b", o}}, ro, nullptr);
+  std::abort();  // the crash point must have fired
+});
+// The SST path's counterpart: killed right after its ingestion (copies of
+// every list at sequence numbers A3 also used), before the spans close.
+Register cp3("recover_ingest_crash", [](const std::string& d) {
+  rocksdb::Options o = BaseOptions();
+  RecoverDB(o, DbDir(d), {{"default", o}, {"b", o}}, Ro(d), nullptr);
   std::abort();  // the crash point must have fired
 });
 
@@ -123,26 +132,42 @@ using ReviewTest = test::ScenarioTest;
 // recovery made of A1's "a" (its sequence number lies in A3's range) for a
 // newer list's entry and skips A2's "a": the acknowledged v2 is lost and
 // the older v1 is what the DB returns.
-TEST_F(ReviewTest, OlderListCopyDoesNotSupersedeNewerGroup) {
-  ASSERT_NO_FATAL_FAILURE(RunChild("three_lists", dir_));
-  ASSERT_NO_FATAL_FAILURE(RunChild("recover_first_flush_crash", dir_));
+void CheckThreeLists(const std::string& dir) {
   rocksdb::Options o = BaseOptions();
   RecoveryReport rep;
   rocksdb::Status s =
-      RecoverDB(o, DbDir(dir_), {{"default", o}, {"b", o}}, Ro(dir_), &rep);
+      RecoverDB(o, DbDir(dir), {{"default", o}, {"b", o}}, Ro(dir), &rep);
   ASSERT_TRUE(s.ok()) << s.ToString();
   std::vector<rocksdb::ColumnFamilyHandle*> h;
   rocksdb::DB* db = nullptr;
   ASSERT_TRUE(
-      rocksdb::DB::Open(o, DbDir(dir_), {{"default", o}, {"b", o}}, &h, &db)
+      rocksdb::DB::Open(o, DbDir(dir), {{"default", o}, {"b", o}}, &h, &db)
           .ok());
-  EXPECT_EQ(Get(db, h[0], "a"), "v2") << rep.ToString();
-  EXPECT_EQ(Get(db, h[0], "z1"), "z");
-  EXPECT_EQ(Get(db, h[0], "z3"), "z");
-  EXPECT_EQ(Get(db, h[1], "y"), "b");
-  EXPECT_EQ(Get(db, h[0], Key(0)), std::string(100, 'f'));
+  auto get = [&](rocksdb::ColumnFamilyHandle* cf, const std::string& k) {
+    std::string v;
+    rocksdb::Status g = db->Get(rocksdb::ReadOptions(), cf, k, &v);
+    return g.ok() ? v : "<" + g.ToString() + ">";
+  };
+  EXPECT_EQ(get(h[0], "a"), "v2") << rep.ToString();
+  EXPECT_EQ(get(h[0], "z1"), "z");
+  EXPECT_EQ(get(h[0], "z3"), "z");
+  EXPECT_EQ(get(h[1], "y"), "b");
+  EXPECT_EQ(get(h[0], Key(0)), std::string(100, 'f'));
   for (auto* cf : h) db->DestroyColumnFamilyHandle(cf);
   delete db;
+}
+
+TEST_F(ReviewTest, OlderListCopyDoesNotSupersedeNewerGroup) {
+  ASSERT_NO_FATAL_FAILURE(RunChild("three_lists", dir_));
+  ASSERT_NO_FATAL_FAILURE(RunChild("recover_first_flush_crash", dir_));
+  CheckThreeLists(dir_);
+}
+
+TEST_F(ReviewTest, IngestedCopiesDoNotSupersedeNewerGroup) {
+  ASSERT_NO_FATAL_FAILURE(RunChild("three_lists", dir_));
+  ASSERT_NO_FATAL_FAILURE(
+      RunChild("recover_ingest_crash", dir_, "recovery_after_ingest"));
+  CheckThreeLists(dir_);
 }
 
 // ---- A failed flush at Close ----

@@ -1,7 +1,8 @@
 // Bringing unflushed FlintKV memtables back into a RocksDB database after a
 // crash (WAL disabled), and the crash-atomic write wrapper.
 //
-//   // Offline (what `flintkv_tool recover` does): open, replay, flush, close.
+//   // Offline (what `flintkv_tool recover` does): open, replay (SST files
+//   // ingested into the DB), close.
 //   flintkv::RecoveryOptions ro;
 //   ro.pool_dir = "/mnt/pmem0/db1";
 //   flintkv::RecoveryReport report;
@@ -49,7 +50,11 @@ struct RecoveryOptions {
   // Size of the pool if OpenDB has to create it.
   uint64_t pool_size = 4ull << 30;
   WatermarkMode watermark = WatermarkMode::kAuto;
-  // Replayed entries go to the DB in WriteBatches of about this many bytes.
+  // true: replayed entries are written into SST files and ingested
+  // (docs/rocksdb_recovery.md); what SST files cannot express goes through
+  // DB writes. false: everything through DB writes, then a flush.
+  bool ingest_sst = true;
+  // Entries written through the DB go in WriteBatches of about this size.
   size_t batch_bytes = 1 << 20;
   // Progress and summary lines (nullptr: quiet).
   void (*log)(const std::string& line) = nullptr;
@@ -62,17 +67,21 @@ struct RecoveryReport {
   uint64_t lists_copies_dropped = 0;  // copies of an interrupted recovery
   uint64_t lists_dropped_cf = 0;     // of a column family that no longer exists
   uint64_t entries_seen = 0;         // committed entries walked
-  uint64_t entries_replayed = 0;     // re-applied through DB writes
+  uint64_t entries_replayed = 0;     // re-applied (SST files or DB writes)
   uint64_t entries_superseded = 0;   // older versions of a replayed key
   uint64_t entries_present = 0;      // already in the DB (SST, WAL replay)
   uint64_t dropped_uncommitted = 0;  // version MAX (P4)
   uint64_t dropped_torn_batch = 0;   // FlintKV batch rollback (P3)
   uint64_t dropped_above_watermark = 0;  // unacknowledged (wrapper)
   uint64_t bytes_replayed = 0;
+  uint64_t sst_files = 0;      // written and ingested
+  uint64_t sst_entries = 0;    // in them (a key's entries folded into one)
+  uint64_t fallback_keys = 0;  // replayed through DB writes (ingest_sst)
   bool watermark_used = false;
   uint64_t watermark = 0;
   double triage_seconds = 0;  // deciding which lists are already in SST
-  double replay_seconds = 0;  // triage + walking the lists + DB writes
+  double replay_seconds = 0;  // triage + walk + SST files / DB writes + ingest
+  double ingest_seconds = 0;  // IngestExternalFiles
   double flush_seconds = 0;   // flush of all column families + drop
   std::string ToString() const;
 };
@@ -85,7 +94,9 @@ struct RecoveryReport {
 // SST sequence numbers that tell which memtables were already flushed.
 // handles: every column family of the DB
 // (lists of other column families are dropped: their CF was dropped).
-// Flushes all column families, then frees the replayed lists.
+// Ingests the replayed data as SST files (or writes it), flushes all column
+// families, then frees the replayed lists. Uses the directory
+// <db>/flintkv_recovery for its SST files and removes it.
 rocksdb::Status RecoverInto(
     rocksdb::DB* db, const std::vector<rocksdb::ColumnFamilyHandle*>& handles,
     const RecoveryOptions& options, RecoveryReport* report);
@@ -98,7 +109,8 @@ rocksdb::Status BeginRecovery(const std::string& pool_dir);
 
 // Offline recovery: opens the DB at db_path with every column family listed
 // in cfs (empty: all of the DB's, with db_options' column family options),
-// sets the flintkv factory on pool_dir for each, replays, flushes, closes.
+// sets the flintkv factory on pool_dir for each, replays (RecoverInto),
+// closes.
 // Afterwards the DB is readable without the plugin (stock ldb, db_bench).
 rocksdb::Status RecoverDB(const rocksdb::Options& db_options,
                           const std::string& db_path,
