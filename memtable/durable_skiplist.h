@@ -19,7 +19,7 @@
 //  P2 when a sync Insert returns, the node is durable and reachable from
 //     the head (per-put: the combiner's PERSIST_RANGE of the predecessor
 //     pointer, which also fences the unfenced version flush before it;
-//     group commit: P12).
+//     group commit: P15).
 //  P3 a batch is all-or-nothing after a crash: commit_version is durable
 //     before batch_mode=1, every node of the batch is linked durably before
 //     batch_mode=0, and recovery rolls back versions > commit_version while
@@ -29,22 +29,22 @@
 //     after a crash; such an operation had not returned).
 //  P5 readers filter by a cached visible_version, which a batch advances
 //     once, after all its nodes are linked.
-//  P12 (group commit) a pass links every ready strong advertisement, flushes
+//  P15 (group commit) a pass links every ready strong advertisement, flushes
 //     their versions and predecessor pointers, fences once, and only then
 //     publishes visible_version and releases their waiters. A crash before
 //     that fence may leave any subset of the pass's nodes linked, with
 //     version MAX or their version: none was acknowledged or visible, so
 //     recovery keeps those with a version and drops those with MAX (P4).
-//  P13 (weak durability) a write with sync=false is released once visible;
+//  P16 (weak durability) a write with sync=false is released once visible;
 //     its version/link words are recorded as unpersisted. Before the durable
 //     cut moves past them (Persist, a strong pass, the background bound),
 //     the thread moving it re-flushes every recorded word and fences (a
 //     fence drains only its own thread's flushes).
-//  P14 ListRoot::durable_cut != 0 while unpersisted weak writes may exist:
+//  P17 ListRoot::durable_cut != 0 while unpersisted weak writes may exist:
 //     every node with version >= durable_cut is dropped by recovery, so a
 //     crash keeps a prefix of the commit (version) order and a batch (one
 //     version) whole. The cut is durable before the first weak link of an
-//     epoch, and it is cleared only after P13's fence.
+//     epoch, and it is cleared only after P16's fence.
 // Concurrency of the weak state: unpersisted_ and cut_active_ are touched
 // only under the combiner lock.
 // Memory orderings: visible_version is published with release and read with
@@ -88,7 +88,7 @@ struct SkipListOptions {
   bool write_stats = true;
   // How a combining pass makes strong (sync) writes durable: kPerPut is the
   // paper's (one fence per served put, P2); kGroup fences once per pass
-  // (P12). Weak writes (sync=false) never wait for a fence (P13/P14).
+  // (P15). Weak writes (sync=false) never wait for a fence (P16/P17).
   enum class CommitMode : uint8_t { kPerPut, kGroup };
   CommitMode commit_mode = CommitMode::kPerPut;
 };
@@ -104,14 +104,14 @@ struct WriteStats {
   uint64_t ads_served = 0;   // advertisements handled by passes
   uint64_t retries = 0;      // failed validations (the worker re-locates)
   uint64_t critical_ns = 0;  // combiner lock held (passes and barriers)
-  uint64_t barriers = 0;     // P13 drains (Persist, strong after weak, bound)
+  uint64_t barriers = 0;     // P16 drains (Persist, strong after weak, bound)
 };
 
 struct RecoveryStats {
   uint64_t nodes_kept = 0;
   uint64_t dropped_uncommitted = 0;  // version MAX (rule R1, P4)
   uint64_t rolled_back_batch = 0;    // torn batch (P3)
-  uint64_t dropped_unpersisted = 0;  // weak writes beyond the cut (P14)
+  uint64_t dropped_unpersisted = 0;  // weak writes beyond the cut (P17)
   uint64_t max_version = 0;
 };
 
@@ -135,7 +135,7 @@ class DurableSkipList {
   static void SealNode(pmem::NvmNode* node, uint32_t key_size, uint32_t flags);
 
   // PUT (Algorithm 1). On OK the node is visible, and durable if sync
-  // (else durable after the next Persist or strong pass, P13/P14).
+  // (else durable after the next Persist or strong pass, P16/P17).
   Status Insert(pmem::NvmNode* node, InsertResult* result = nullptr,
                 bool sync = true);
   // WRITEBATCH (Algorithms 3-4): all nodes become visible atomically, and
@@ -144,7 +144,7 @@ class DurableSkipList {
   // the allocated nodes stay unused in the arena).
   Status InsertBatch(pmem::NvmNode* const* nodes, size_t n, bool sync = true);
   // Barrier: when it returns, every write that returned before the call is
-  // durable (P13, P14). Waits for the combiner lock.
+  // durable (P16, P17). Waits for the combiner lock.
   void Persist();
   // True if weak writes may be waiting for Persist (a hint, relaxed).
   bool HasUnpersisted() const {
@@ -310,7 +310,7 @@ class DurableSkipList {
   std::atomic<uint64_t> visible_version_{0};
   alignas(64) std::atomic<bool> combiner_lock_{false};
   // Under the combiner lock: strong waiters of the current group pass,
-  // and the weak state (P13/P14).
+  // and the weak state (P16/P17).
   std::vector<Slot*> group_;
   std::vector<const uint64_t*> unpersisted_;
   bool cut_active_ = false;

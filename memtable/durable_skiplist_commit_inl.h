@@ -1,6 +1,6 @@
 // Definitions for durable_skiplist.h, commit side: the flat combiner (ATTACH,
 // PROCESS_PUT, PROCESS_WRITEBATCH), its three durability modes (per-put P2,
-// group P12, weak P13/P14), the Persist barrier and the write statistics.
+// group P15, weak P16/P17), the Persist barrier and the write statistics.
 // Everything here except Attach's advertisement and the statistics sums runs
 // under the combiner lock. Every flush/fence names the invariant it serves.
 #pragma once
@@ -34,8 +34,8 @@ int DurableSkipList<P>::Attach(Slot* slot) {
       if (slot->sync &&
           options_.commit_mode == SkipListOptions::CommitMode::kPerPut) {
         // Alg. 1 line 40 (P2): our own link is durable before we return.
-        // (Group passes fenced before releasing anyone, P12; weak writes do
-        // not wait for a fence, P13.)
+        // (Group passes fenced before releasing anyone, P15; weak writes do
+        // not wait for a fence, P16.)
         P::FullFence();
         if (P::kDurable) Bump(slot, &SlotStats::full_fences);
       }
@@ -55,8 +55,8 @@ void DurableSkipList<P>::LockCombiner() {
 }
 
 // One pass: the strong (sync) advertisements first, then the weak ones, so
-// that every strong write of the pass is durable (P2/P12) before a weak
-// epoch may start (P14's cut must not fall below an acknowledged write).
+// that every strong write of the pass is durable (P2/P15) before a weak
+// epoch may start (P17's cut must not fall below an acknowledged write).
 template <class P>
 void DurableSkipList<P>::CombineAll(Slot* me) {
   P::OnPassStart();  // test seam (crash simulator); empty in production
@@ -77,7 +77,7 @@ void DurableSkipList<P>::CombineStrong(Slot* me, uint64_t* v) {
     Bump(me, &SlotStats::ads);
     if (!started) {
       started = true;
-      // P13/P14: earlier weak writes become durable before any strong write
+      // P16/P17: earlier weak writes become durable before any strong write
       // of this pass can be acknowledged.
       if (cut_active_) EndWeakEpoch(me);
     }
@@ -110,9 +110,9 @@ void DurableSkipList<P>::CombineStrong(Slot* me, uint64_t* v) {
     CountedFence(me);
     return;
   }
-  // P12: the group fence; every version and link of the pass is durable.
+  // P15: the group fence; every version and link of the pass is durable.
   CountedFence(me);
-  visible_version_.store(*v, std::memory_order_release);  // P5, after P12
+  visible_version_.store(*v, std::memory_order_release);  // P5, after P15
   for (Slot* s : group_) s->status.store(kSuccess, std::memory_order_release);
 }
 
@@ -121,7 +121,7 @@ void DurableSkipList<P>::CombineWeak(Slot* me, uint64_t* v) {
   ForEachSlot(this, [&](Slot& s) {
     if (s.status.load(std::memory_order_acquire) != kReady || s.sync) return;
     Bump(me, &SlotStats::ads);
-    // P14: the cut is durable before the epoch's first weak link.
+    // P17: the cut is durable before the epoch's first weak link.
     if (!cut_active_) BeginWeakEpoch(*v + 1, me);
     if (s.batch) {
       ProcessBatchWeak(s.batch, *v + 1, me);
@@ -153,7 +153,7 @@ bool DurableSkipList<P>::ProcessPut(PutAdv* adv, uint64_t v, LinkMode mode,
   pn->version = v;
   if (!P::Faulty(pmem::Fault::kNoVersionFlush)) {
     // Rule R1: flushed but not fenced here; the link's fence (P2), the
-    // group fence (P12) or the weak drain (P13) covers it, and a crash
+    // group fence (P15) or the weak drain (P16) covers it, and a crash
     // before that leaves version MAX, which recovery drops (P4).
     P::Flush(&pn->version, sizeof(pn->version));
   }
@@ -165,12 +165,12 @@ bool DurableSkipList<P>::ProcessPut(PutAdv* adv, uint64_t v, LinkMode mode,
       // P2: the single fence of a PUT; durable link + version.
       CountedPersist(me, &pred_pn->next, sizeof(pred_pn->next));
     } else {
-      // P12: fenced by the pass's group fence; P13: by the weak drain.
+      // P15: fenced by the pass's group fence; P16: by the weak drain.
       P::Flush(&pred_pn->next, sizeof(pred_pn->next));
     }
   }
   if (mode == LinkMode::kWeak) {
-    unpersisted_.push_back(&pn->version);  // P13: re-flushed by the drain
+    unpersisted_.push_back(&pn->version);  // P16: re-flushed by the drain
     unpersisted_.push_back(&pred_pn->next);
   }
   return true;
@@ -207,7 +207,7 @@ void DurableSkipList<P>::ProcessBatch(std::vector<PutAdv>* batch, uint64_t v,
 }
 
 // A weak batch needs no batch record: all its nodes share version v, which
-// is >= the durable cut until a drain makes all of them durable (P14).
+// is >= the durable cut until a drain makes all of them durable (P17).
 template <class P>
 void DurableSkipList<P>::ProcessBatchWeak(std::vector<PutAdv>* batch,
                                           uint64_t v, Slot* me) {
@@ -223,7 +223,7 @@ void DurableSkipList<P>::ProcessBatchWeak(std::vector<PutAdv>* batch,
 template <class P>
 void DurableSkipList<P>::BeginWeakEpoch(uint64_t first_unpersisted, Slot* me) {
   root_->durable_cut = first_unpersisted;
-  // P14: the cut is durable before any weak link can reach NVM (by a flush
+  // P17: the cut is durable before any weak link can reach NVM (by a flush
   // or by an eviction).
   CountedPersist(me, &root_->durable_cut, sizeof(root_->durable_cut));
   cut_active_ = true;
@@ -239,13 +239,13 @@ void DurableSkipList<P>::EndWeakEpoch(Slot* me) {
     CountedFence(me);
   } else {
     if (!unpersisted_.empty()) {
-      // P13: this thread re-flushes every weak word (the combiners that
+      // P16: this thread re-flushes every weak word (the combiners that
       // wrote them may be other threads, whose flushes our fence does not
       // drain), then fences.
       for (const uint64_t* w : unpersisted_) P::Flush(w, sizeof(*w));
       CountedFence(me);
     }
-    // P14: cleared only now that every version below it is durable.
+    // P17: cleared only now that every version below it is durable.
     root_->durable_cut = 0;
     CountedPersist(me, &root_->durable_cut, sizeof(root_->durable_cut));
   }

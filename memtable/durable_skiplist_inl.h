@@ -432,7 +432,7 @@ Status DurableSkipList<P>::Recover(RecoveryStats* stats) {
         }
         if (cut != 0 && n->version >= cut &&
             !P::Faulty(pmem::Fault::kNoCutRule)) {
-          st.dropped_unpersisted++;  // P14: beyond the weak prefix
+          st.dropped_unpersisted++;  // P17: beyond the weak prefix
           return WalkDecision::kDrop;
         }
         int h = HeightFor(n->data(), n->key_size);
@@ -468,7 +468,7 @@ Status DurableSkipList<P>::Recover(RecoveryStats* stats) {
   }
   if (cut != 0) {
     root_->durable_cut = 0;
-    // P14: cleared after the unlinks above are durable; versions >= cut
+    // P17: cleared after the unlinks above are durable; versions >= cut
     // will be reused by new writes.
     P::Persist(&root_->durable_cut, sizeof(root_->durable_cut));
   }

@@ -215,7 +215,7 @@ class StoreImpl : public Store {
 
   Status Close() override {
     StopPersister();
-    if (list_) list_->Persist();  // P13/P14: weak writes durable, cut clear
+    if (list_) list_->Persist();  // P16/P17: weak writes durable, cut clear
     list_.reset();
     pool_.reset();
     return Status::OK();

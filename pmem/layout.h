@@ -24,14 +24,14 @@
 //    of a list is durable before the first copy is written, so a later
 //    recovery recognises copies that reached SST (flushed or ingested) and
 //    never replays twice.
-//  - P12 (group commit) one fence per combining pass covers every version
+//  - P15 (group commit) one fence per combining pass covers every version
 //    and predecessor pointer the pass wrote; visible_version and the
 //    waiters' release come after it (memtable/durable_skiplist.h).
-//  - P13 (weak durability) before the durable cut moves past a weak write,
+//  - P16 (weak durability) before the durable cut moves past a weak write,
 //    the thread moving it re-flushes the write's words and fences.
-//  - P14 ListRoot::durable_cut != 0: recovery drops every node whose
+//  - P17 ListRoot::durable_cut != 0: recovery drops every node whose
 //    version >= durable_cut (a prefix of the commit order survives). Set
-//    durably before an epoch's first weak link, cleared only after P13.
+//    durably before an epoch's first weak link, cleared only after P16.
 //  - The list reachable from ListRoot::head.next is sorted by (key ascending,
 //    version descending) and acyclic.
 //  - A node reachable from the head has a valid header (HeaderCheck) and lies
@@ -126,7 +126,7 @@ struct alignas(kCacheLine) ListRoot {
   // Line 1: WRITEBATCH commit record (Algorithm 4, P3).
   alignas(kCacheLine) uint64_t commit_version;
   uint64_t batch_mode;
-  // Weak durability (P14): 0, or the first version that may not be durable.
+  // Weak durability (P17): 0, or the first version that may not be durable.
   // Formerly reserved (zero), so format version 1 is unchanged.
   uint64_t durable_cut;
   uint64_t reserved1[5];

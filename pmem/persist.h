@@ -36,10 +36,10 @@ enum class Fault {
   kBatchModeBeforeCommit,  // batch: batch_mode persisted before commit_version
   kNoMaxRule,              // recovery keeps version-MAX nodes (single fence
                            // optimisation without its recovery rule)
-  kPublishBeforeGroupFence,  // group pass: visible + release before P12 fence
+  kPublishBeforeGroupFence,  // group pass: visible + release before P15 fence
   kCutBeforeDrain,  // weak drain: cut cleared under the same fence as the
-                    // re-flushed words (P13 ordering fence missing)
-  kNoCutRule,       // recovery ignores durable_cut (P14)
+                    // re-flushed words (P16 ordering fence missing)
+  kNoCutRule,       // recovery ignores durable_cut (P17)
 };
 
 namespace internal {

@@ -53,8 +53,8 @@ struct CampaignOptions {
   bool durable_only = false;
   // Stop exploring after this many failing states.
   int max_failures = 5;
-  // Durability modes (docs/durability_modes.md): group commit (P12), and
-  // the fraction of ops issued weak (sync=false, P13/P14), checked for a
+  // Durability modes (docs/durability_modes.md): group commit (P15), and
+  // the fraction of ops issued weak (sync=false, P16/P17), checked for a
   // prefix of the commit order instead of acked/in-flight.
   bool group_commit = false;
   double weak_fraction = 0;

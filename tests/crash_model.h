@@ -12,7 +12,7 @@
 //    ops or after those plus the one in flight ("acked-present",
 //    "all-or-nothing/nothing-else"); and every write visible at the crash
 //    is still there ("visible-durable": nothing is published before its
-//    fence, P2/P3/P12);
+//    fence, P2/P3/P15);
 //  - with weak ops (CheckPrefix): with c the newest recovered version, per
 //    thread exactly the ops whose version is <= c (an op whose version was
 //    not yet known, i.e. in flight, either way): a prefix of the commit

@@ -7,8 +7,8 @@
 //    threads), crash states captured at random fences.
 //  - Lockstep*: 4 threads in rounds; the first pass of every round serves
 //    every thread's advertisement (multi-advertisement passes built
-//    deterministically), with a crash at every fence: group commit (P12),
-//    per-put, and weak durability (P13/P14) with Persist() calls.
+//    deterministically), with a crash at every fence: group commit (P15),
+//    per-put, and weak durability (P16/P17) with Persist() calls.
 //  - Weak*: a mix of weak (sync=false) and strong ops, checked for a prefix
 //    of the commit order and the Persist() guarantee (tests/crash_model.h).
 // Prints the number of crash states explored. FLINTKV_LONG_TESTS=1 runs the
@@ -180,7 +180,7 @@ CampaignOptions Lockstep(uint64_t seed) {
 }
 
 // Group commit: every pass that served several advertisements had one fence
-// (P12); a crash before it leaves any subset of them linked, none visible.
+// (P15); a crash before it leaves any subset of them linked, none visible.
 TEST_F(CrashSimTest, LockstepGroupCommit) {
   CampaignOptions o = Lockstep(21);
   o.group_commit = true;

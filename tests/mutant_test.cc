@@ -29,7 +29,7 @@ std::string Rules(const CampaignResult& r) {
 }
 
 // The campaign's durability mode: strong per-put (the paper's), group
-// commit (P12), or weak ops with Persist() calls and group commit (P13/P14).
+// commit (P15), or weak ops with Persist() calls and group commit (P16/P17).
 enum class Mode { kPerPut, kGroup, kWeak };
 
 void SetMode(Mode mode, CampaignOptions* o) {
@@ -91,7 +91,7 @@ TEST(MutantTest, UnmutatedSkiplistPasses) {
   }
 }
 
-// Group commit (P12): publishing visible_version and releasing the waiters
+// Group commit (P15): publishing visible_version and releasing the waiters
 // before the pass's fence lets a reader (and an acknowledged writer) see a
 // write that a crash then takes away. Caught by "visible-durable" on one
 // thread already (its own pass), and by "acked-present" across threads.
@@ -107,7 +107,7 @@ TEST(MutantTest, PublishBeforeGroupFenceIsCaught) {
   EXPECT_FALSE(p.caught()) << p.single.Summary() << "; " << p.multi.Summary();
 }
 
-// Weak durability (P13/P14): clearing the durable cut under the same fence
+// Weak durability (P16/P17): clearing the durable cut under the same fence
 // as the re-flushed weak words, or ignoring the cut in recovery, lets a
 // crash keep a later weak write without an earlier one.
 TEST(MutantTest, WeakPrefixMutantsAreCaught) {

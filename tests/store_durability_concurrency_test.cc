@@ -6,7 +6,7 @@
 // write-back (the crash simulator does, tests/crash_sim_test.cc); what it
 // does show is the recovery rule of weak durability: a pool killed with
 // weak writes not yet persisted comes back without them (the durable cut,
-// P14), as a prefix, and with everything a Persist(), a later sync write or
+// P17), as a prefix, and with everything a Persist(), a later sync write or
 // the background bound covered. Each kill test forks a child that writes
 // and then kills itself; the parent reopens the pool.
 #include <gtest/gtest.h>

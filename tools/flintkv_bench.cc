@@ -9,8 +9,8 @@
 //              and no fences, on the same pool: the volatile upper bound.
 //   globallock DurableSkipList<PmemPersist> with SkipListOptions::global_lock:
 //              every phase of every update under one mutex.
-// --durability adds flintkv-group (group commit, P12) and flintkv-weak (weak
-// durability, P13/P14) next to flintkv (per-put). A second table gives the
+// --durability adds flintkv-group (group commit, P15) and flintkv-weak (weak
+// durability, P16/P17) next to flintkv (per-put). A second table gives the
 // write-path counters of each run (WriteStats, issue 9.4): fences and
 // MFENCEs per put, advertisements served per combining pass, time in the
 // combiner's critical section per put, validation retries per put.
