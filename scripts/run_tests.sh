@@ -30,6 +30,11 @@ start=$(date +%s)
 echo "=== Release build and full test suite"
 build build
 (cd build && ctest --output-on-failure -j1 --timeout 1200)
+# The paper's figures in quick mode (~2 min): every stage runs and every
+# benchmark run verifies; output in build/paper_figures_quick/ (full mode by
+# hand writes docs/results/, see docs/results/paper_figures.md).
+echo "=== paper figures, quick mode"
+/usr/bin/python3 scripts/paper_figures.py --quick --build build
 
 if [ "$SANITIZERS" = 1 ]; then
   echo "=== ASAN+UBSAN build: all tests except those labelled 'slow'"
