@@ -5,7 +5,7 @@ PKGS=(build-essential cmake pkg-config git python3
       librocksdb-dev rocksdb-tools
       libpmem-dev libpmemobj-dev pmdk-tools
       libgflags-dev libgtest-dev libjemalloc-dev libbenchmark-dev
-      clang-format
+      clang-format valgrind
       python3-matplotlib)  # plots of scripts/paper_figures.py
 missing=()
 for p in "${PKGS[@]}"; do
