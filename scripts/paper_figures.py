@@ -3,7 +3,14 @@
 
   scripts/paper_figures.py [--quick] [--build DIR] [--out DIR]
                            [--only fig4,fig6,fig7,fig89,disk,fig10]
-                           [--threads 1,2,4,8,16] [--repeats 3]
+                           [--threads 1,2,4,8,16] [--repeats 3] [--fig4-2m]
+                           [--short] [--no-build] [--fig4-from-csv]
+
+Each figure writes its CSV, plot and page section (paper_figures/sections/)
+as soon as it is measured; the page is assembled from every section present,
+so figures can be (re)measured separately with --only. --short: smaller
+Fig 6/7 for a loaded machine; --no-build: use the binaries in --build as
+they are; --fig4-from-csv: rebuild the Fig 4/5 section from its CSVs.
 
 Full mode (default, by hand): CSV + PNG in docs/results/paper_figures/ and
 docs/results/paper_figures.md (each plot beside the paper's claim, tables of
@@ -100,6 +107,7 @@ def bench(a, args):
         raise SystemExit("paper_figures: FAIL: no run lines from flintkv_bench")
     a.bench_headers.append("\n".join(
         l for l in p.stdout.splitlines() if l.startswith("- ")))
+    a.last_header = a.bench_headers[-1]
     return runs
 
 
@@ -179,6 +187,8 @@ def fig4_5(a, md):
                            logx=True)
         md.append(f"### Fig 4, {num} puts\n\n![fig4](paper_figures/fig4_{num}.png)"
                   f"\n\n{t}\n")
+    md.append("flintkv_bench's header for these runs:\n\n```\n" +
+              a.last_header + "\n```\n")
     # Fig 5: latency of the smallest size (the paper: 300K).
     rs = [r for r in runs if r["num"] == nums[0]]
     g = group(rs, "impl", "threads")
@@ -214,6 +224,53 @@ def fig4_5(a, md):
               "![tail](paper_figures/fig5_tail.png)\n\n" + "\n".join(table) +
               "\n")
     stats_section(a, md, runs)
+
+
+def fig4_5_from_csv(a, md):
+    """The Fig 4/5 section from the CSVs (and plots) an earlier run wrote."""
+    def rows(name):
+        with open(os.path.join(a.out, name)) as f:
+            return list(csv.DictReader(f))
+    for num in a.fig4_nums:
+        if not os.path.exists(os.path.join(a.out, f"fig4_{num}.csv")):
+            continue
+        med = {(r["impl"], int(r["threads"])): float(r["ops_per_s_median"])
+               for r in rows(f"fig4_{num}.csv")}
+        runs = {int(r["runs"]) for r in rows(f"fig4_{num}.csv")}
+        others = IMPLS[1:]
+        table = [f"| threads | " + " | ".join(f"{s} kops/s" for s in IMPLS) +
+                 "".join(f" | flintkv/{s}" for s in others) + " |",
+                 "|---:|" + "---:|" * (len(IMPLS) + len(others))]
+        for t in a.threads:
+            cells = [f"{med[(s, t)] / 1e3:.0f}" if (s, t) in med else "–"
+                     for s in IMPLS]
+            ratios = [f"{med[('flintkv', t)] / med[(s, t)]:.2f}"
+                      if ("flintkv", t) in med and (s, t) in med else "–"
+                      for s in others]
+            table.append(f"| {t} | " + " | ".join(cells) +
+                         "".join(f" | {r}" for r in ratios) + " |")
+        md.append(f"### Fig 4, {num} puts (runs per point: "
+                  f"{'/'.join(map(str, sorted(runs)))})\n\n"
+                  f"![fig4](paper_figures/fig4_{num}.png)\n\n" +
+                  "\n".join(table) + "\n")
+    if os.path.exists(os.path.join(a.out, "fig5.csv")):
+        lat = {(r["impl"], int(r["threads"])): (float(r["p50_us"]),
+                                                 float(r["p99_us"]))
+               for r in rows("fig5.csv")}
+        table = ["| threads | " + " | ".join(
+            f"{s} p50 / p99 us (p99/p50)" for s in IMPLS) + " |",
+                 "|---:|" + "---:|" * len(IMPLS)]
+        for t in a.threads:
+            table.append(f"| {t} | " + " | ".join(
+                f"{lat[(s, t)][0]:.2f} / {lat[(s, t)][1]:.2f} "
+                f"({lat[(s, t)][1] / lat[(s, t)][0]:.1f})" if (s, t) in lat
+                else "–" for s in IMPLS) + " |")
+        md.append(f"### Fig 5: latency (the Fig 4 runs of {a.fig4_nums[0]} "
+                  "puts)\n\n![p50](paper_figures/fig5_p50.png) "
+                  "![p99](paper_figures/fig5_p99.png) "
+                  "![tail](paper_figures/fig5_tail.png)\n\n" +
+                  "\n".join(table) + "\n")
+    stats_section(a, md, [])
 
 
 def stats_section(a, md, runs):
@@ -459,6 +516,13 @@ def main():
     ap.add_argument("--fig4-2m", action="store_true",
                     help="also the paper's 2M-put panel (long)")
     ap.add_argument("--jobs", default="2")
+    ap.add_argument("--no-build", action="store_true",
+                    help="use the binaries already in --build")
+    ap.add_argument("--fig4-from-csv", action="store_true",
+                    help="fig4/5 section from the CSVs of an earlier run")
+    ap.add_argument("--short", action="store_true",
+                    help="full mode with smaller fig6 (16 threads, 100K) and "
+                         "fig7 (200K) for a loaded machine")
     a = ap.parse_args()
     a.build = os.path.abspath(a.build)
     a.cache = os.environ.get("FLINTKV_CACHE", os.path.join(ROOT, ".cache"))
@@ -483,6 +547,9 @@ def main():
         a.batches, a.fig7_num, a.fig7_threads = [1, 4, 16, 64], 300000, 8
         a.e2e_num, a.e2e_threads = 1000000, [1, 2, 4, 8, 16]
         a.disk_num, a.disk_threads = 20000, [1, 8]
+        if a.short:
+            a.fig6_num, a.fig6_threads = 100000, [16]
+            a.fig7_num = 200000
     if a.threads and isinstance(a.threads, str):
         a.threads = [int(x) for x in a.threads.split(",")]
     os.makedirs(a.out, exist_ok=True)
@@ -490,29 +557,42 @@ def main():
     a.bench_headers, a.all_runs = [], []
 
     t0 = time.time()
-    sh(["cmake", "-S", ROOT, "-B", a.build, "-DCMAKE_BUILD_TYPE=Release"])
-    sh(["nice", "-n", "10", "cmake", "--build", a.build, "-j", a.jobs,
-        "--target", "flintkv_bench", "flintkv_rocksdb",
-        "flintkv_recovery_bench"])
+    if not a.no_build:
+        sh(["cmake", "-S", ROOT, "-B", a.build, "-DCMAKE_BUILD_TYPE=Release"])
+        sh(["nice", "-n", "10", "cmake", "--build", a.build, "-j", a.jobs,
+            "--target", "flintkv_bench", "flintkv_rocksdb",
+            "flintkv_recovery_bench"])
     a.bench_bin = os.path.join(a.build, "tools", "flintkv_bench")
     a.plugin = os.path.join(a.build, "memtable", "rocksdb",
                             "libflintkv_rocksdb.so")
     commit = sh(["git", "-C", ROOT, "rev-parse", "--short", "HEAD"]).stdout.strip()
     cpu = next((l.split(":", 1)[1].strip() for l in open("/proc/cpuinfo")
                 if l.startswith("model name")), "?")
-    md = []
-    if "fig4" in only:
+    def section(key, fn):
+        md = []
+        fn(md)
+        os.makedirs(os.path.join(a.out, "sections"), exist_ok=True)
+        with open(os.path.join(a.out, "sections", key + ".md"), "w") as f:
+            f.write("\n".join(md) + "\n")
+
+    def s_fig4(md):
         md.append("## Standalone durable skiplist (paper §7.2)\n")
-        fig4_5(a, md)
+        if a.fig4_from_csv:
+            fig4_5_from_csv(a, md)
+        else:
+            fig4_5(a, md)
         md.append(f"Paper (Fig 4): {PAPER['fig4']}\n\nPaper (Fig 5): "
                   f"{PAPER['fig5']}\n")
-    if "fig6" in only:
+
+    def s_fig6(md):
         fig6(a, md)
         md.append(f"Paper (Fig 6): {PAPER['fig6']}\n")
-    if "fig7" in only:
+
+    def s_fig7(md):
         fig7(a, md)
         md.append(f"Paper (Fig 7): {PAPER['fig7']}\n")
-    if "fig89" in only:
+
+    def s_fig89(md):
         md.append("## End to end: stock db_bench fillrandom (paper §7.3)\n")
         end_to_end(a, md, "fig9", ["flintkv", "walsync"], a.e2e_num,
                    a.e2e_threads, "/dev/shm",
@@ -524,7 +604,8 @@ def main():
                    "+8%-75% at high thread counts) needs ListDB's capacity "
                    "tier and is not reproduced here; the staging-tier part of "
                    "that comparison is Fig 4.")
-    if "disk" in only:
+
+    def s_disk(md):
         disk = os.path.join(a.build, "paper_figures_disk")
         os.makedirs(disk, exist_ok=True)
         end_to_end(a, md, "disk", ["flintkv", "walsync"], a.disk_num,
@@ -536,23 +617,41 @@ def main():
                    "disk (here a virtio ext4 volume) vs FlintKV's durable "
                    "memtable on (emulated) PMEM.")
         shutil.rmtree(disk, ignore_errors=True)
-    if "fig10" in only:
+
+    def s_fig10(md):
         md.append("## Recovery (paper §7.4)\n")
         fig10(a, md)
+
+    order = [("fig4", s_fig4), ("fig6", s_fig6), ("fig7", s_fig7),
+             ("fig89", s_fig89), ("disk", s_disk), ("fig10", s_fig10)]
+    for key, fn in order:
+        if key in only:
+            section(key, fn)
+    # The page: every section present in the output directory (sections of
+    # earlier runs with --only stay), in figure order.
+    md = []
+    for key, _ in order:
+        path = os.path.join(a.out, "sections", key + ".md")
+        if os.path.exists(path):
+            with open(path) as f:
+                md.append(f.read())
     head = [
         "# The paper's figures, regenerated" + (" (QUICK MODE: not for "
                                                 "reading)" if a.quick else ""),
         "",
-        f"Generated by `scripts/paper_figures.py{' --quick' if a.quick else ''}"
-        f"` on {time.strftime('%Y-%m-%d', time.gmtime())}, commit {commit}, in "
-        f"{(time.time() - t0) / 60:.0f} min. Machine: {cpu}, {os.cpu_count()} "
+        f"Page assembled by `scripts/paper_figures.py "
+        f"{' '.join(sys.argv[1:])}` on "
+        f"{time.strftime('%Y-%m-%d', time.gmtime())}, commit {commit}, from the "
+        "sections in `paper_figures/sections/` (each written by the run that "
+        "measured it; the runs are listed in `paper_figures_notes.md`). "
+        f"Machine: {cpu}, {os.cpu_count()} "
         "vCPUs shared with other jobs (noisy), "
         f"{os.sysconf('SC_PAGE_SIZE') * os.sysconf('SC_PHYS_PAGES') >> 30} GiB;"
         " PMEM emulated on tmpfs (/dev/shm: CLWB+SFENCE still issued, DRAM "
         "latency). The paper's machine: 2x16-core Xeon Gold 6326, Optane.",
         "",
         f"flintkv_bench and the plugin built with: `{compile_flags(a.build)}` "
-        "(the project's CMake defaults at this commit). Standalone figures: "
+        "(from `compile_commands.json` of the build directory used). Standalone figures: "
         "`tools/flintkv_bench` (every run verified: index, lookups, PMEM "
         "walk / recovery's log scan); baselines as described in "
         "`docs/baselines.md`. Medians of the runs given; repeats interleaved "
@@ -561,9 +660,6 @@ def main():
         "`docs/results/paper_figures_notes.md`.",
         "",
     ]
-    if a.bench_headers:
-        head += ["flintkv_bench headers of the runs:", "", "```"] + [
-            h for h in a.bench_headers[:1]] + ["```", ""]
     with open(a.md_path, "w") as f:
         f.write("\n".join(head + md) + "\n")
     log(f"wrote {a.md_path} and {a.out}/ in {time.time() - t0:.0f} s")
