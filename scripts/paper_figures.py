@@ -431,8 +431,8 @@ def end_to_end(a, md, name, cfgs, num, threads, where, title, paper):
 def fig10(a, md):
     out = os.path.join(a.out, "recovery.md")
     cmd = [os.path.join(ROOT, "scripts", "recovery_bench.sh")]
-    if a.quick:
-        cmd.append("--quick")
+    if a.quick or a.short:
+        cmd.append("--quick")  # 30 MB only, one run
     cmd.append(a.build)
     env = dict(os.environ, RECOVERY_OUT=out)
     sh(cmd, env=env)
@@ -521,8 +521,9 @@ def main():
     ap.add_argument("--fig4-from-csv", action="store_true",
                     help="fig4/5 section from the CSVs of an earlier run")
     ap.add_argument("--short", action="store_true",
-                    help="full mode with smaller fig6 (16 threads, 100K) and "
-                         "fig7 (200K) for a loaded machine")
+                    help="full mode with smaller fig6 (16 threads, 100K), "
+                         "fig7 (200K) and fig10 (recovery_bench.sh --quick) "
+                         "for a loaded machine")
     a = ap.parse_args()
     a.build = os.path.abspath(a.build)
     a.cache = os.environ.get("FLINTKV_CACHE", os.path.join(ROOT, ".cache"))
