@@ -191,7 +191,6 @@ class DurableSkipList {
   bool Before(const IndexNode* a, const IndexNode* b) const;
 
   int HeightFor(const char* key, uint32_t key_size) const;
-  static int RandomHeight();
   uint64_t ToOffset(const void* p) const { return region_->ToOffset(p); }
 
   const KeyComparator* const cmp_;

@@ -92,7 +92,7 @@ void DurableSkipList<P>::ForEachSlot(Self* self, Fn fn) {
 // lists: every version of a key would get the same height.
 template <class P>
 int DurableSkipList<P>::HeightFor(const char* key, uint32_t key_size) const {
-  if (!options_.unique_keys) return RandomHeight();
+  if (!options_.unique_keys) return RandomIndexHeight();
   uint64_t x = 0xcbf29ce484222325ull;  // FNV-1a, then a 64-bit finaliser
   for (uint32_t i = 0; i < key_size; i++) {
     x = (x ^ static_cast<unsigned char>(key[i])) * 0x100000001b3ull;
@@ -103,22 +103,6 @@ int DurableSkipList<P>::HeightFor(const char* key, uint32_t key_size) const {
   int h = 1;
   while (h < kMaxHeight && (x & 3) == 0) {  // branching factor 4
     x >>= 2;
-    h++;
-  }
-  return h;
-}
-
-template <class P>
-int DurableSkipList<P>::RandomHeight() {
-  // Branching factor 4, as RocksDB's skiplists; xorshift per thread.
-  static thread_local uint64_t state =
-      0x9e3779b97f4a7c15ull ^ reinterpret_cast<uintptr_t>(&state);
-  int h = 1;
-  while (h < kMaxHeight) {
-    state ^= state << 13;
-    state ^= state >> 7;
-    state ^= state << 17;
-    if ((state & 3) != 0) break;
     h++;
   }
   return h;

@@ -66,6 +66,24 @@ inline IndexNode* NewIndexNode(pmem::NvmNode* pnode, const char* key,
   return n;
 }
 
+// Height of a new index node: branching factor 4 (as RocksDB's skiplists),
+// at most kMaxHeight, from a per-thread xorshift generator. Shared by the
+// durable skiplist and the benchmark baselines (tools/baselines/), which
+// must use the same generator (paper §7.2).
+inline int RandomIndexHeight() {
+  static thread_local uint64_t state =
+      0x9e3779b97f4a7c15ull ^ reinterpret_cast<uintptr_t>(&state);
+  int h = 1;
+  while (h < kMaxHeight) {
+    state ^= state << 13;
+    state ^= state >> 7;
+    state ^= state << 17;
+    if ((state & 3) != 0) break;
+    h++;
+  }
+  return h;
+}
+
 inline void DeleteIndexNode(IndexNode* n) {
   FreeIndexMemory(n, IndexNode::AllocSize(n->height, n->key_size));
 }

@@ -215,6 +215,7 @@ void SimDomain::Flush(const void* p, size_t n) {
     if (off + kCacheLine > region_->size()) break;  // not ours: ignore
     Pending pe;
     pe.offset = off;
+    pe.seq = ++flush_seq_;
     RacyCopyLine(pe.data, region_->base() + off);
     mine.push_back(pe);
   }
@@ -272,7 +273,10 @@ void SimDomain::FenceLocked() {
   }
   if (it == pending_.end()) return;
   for (const Pending& x : it->second) {
+    uint64_t& applied = durable_seq_[x.offset];
+    if (x.seq < applied) continue;  // a newer flush already reached NVM
     std::memcpy(durable_.data() + x.offset, x.data, kCacheLine);
+    applied = x.seq;
   }
   it->second.clear();
 }
@@ -287,6 +291,12 @@ void SimDomain::Atomically(
       continue;
     }
     std::memcpy(durable_.data() + r.first, region_->base() + r.first, r.second);
+    // Lines wholly inside the range now hold current content: newer than
+    // any pending flush of them.
+    for (uint64_t l = AlignUp64(r.first); l + kCacheLine <= r.first + r.second;
+         l += kCacheLine) {
+      durable_seq_[l] = ++flush_seq_;
+    }
   }
 }
 
@@ -309,6 +319,8 @@ CrashState SimDomain::CaptureLocked(uint64_t fence_index,
   for (const auto& kv : pending_) {
     for (const Pending& x : kv.second) {
       if (x.offset + kCacheLine > used) continue;
+      auto applied = durable_seq_.find(x.offset);
+      if (applied != durable_seq_.end() && x.seq < applied->second) continue;
       if (std::memcmp(x.data, durable_.data() + x.offset, kCacheLine) == 0) {
         continue;
       }

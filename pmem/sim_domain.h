@@ -189,6 +189,7 @@ class SimDomain {
  private:
   struct Pending {
     uint64_t offset;
+    uint64_t seq;  // flush order (see durable_seq_)
     char data[kCacheLine];
   };
   std::string LabelOf(const std::vector<Pending>& p) const;
@@ -197,6 +198,15 @@ class SimDomain {
   SimRegion* const region_;
   std::mutex mu_;
   std::vector<char> durable_;
+  // Content of a line only moves forward in NVM: a line flushed by one
+  // thread, then written, flushed and fenced by another, is not reverted by
+  // the first thread's later fence (the hardware writes lines back in
+  // coherence order). durable_seq_[line] is the flush sequence number of the
+  // content in durable_ (absent: the initial content); a fence or a crash
+  // candidate with an older flush is not applied. Matters only when threads
+  // share cache lines (the baselines' logs, tests/baseline_crash_test.cc).
+  uint64_t flush_seq_ = 0;
+  std::unordered_map<uint64_t, uint64_t> durable_seq_;
   std::unordered_map<std::thread::id, std::vector<Pending>> pending_;
   std::atomic<uint64_t> fences_{0};
   std::atomic<uint32_t> jitter_one_in_{0};
