@@ -27,7 +27,8 @@ struct OverwriteResult {
 
 constexpr int kOverwriteValueSize = 100;
 // 10,000 keys of 8 bytes, 100-byte values: 144-byte nodes, 1.4 MiB a copy.
-// An 8 MiB pool (the libpmemobj minimum, ~7.5 MiB usable) holds ~5 copies.
+// An 8 MiB pool (the libpmemobj minimum) takes 25,466 of them without GC
+// (WithoutGcThePoolFills): about 2.5 copies.
 constexpr uint64_t kOverwritePoolSize = 8ull << 20;
 
 inline std::string OverwriteKey(int i) {
