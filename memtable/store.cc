@@ -3,6 +3,7 @@
 // Reclaimer guard or pin when the GC is on.
 #include "flintkv/store.h"
 
+#include <algorithm>
 #include <chrono>
 #include <condition_variable>
 #include <memory>
@@ -330,11 +331,21 @@ class StoreImpl : public Store {
     return Status::OK();
   }
 
+  // A pass walks every node, so the background thread starts one only
+  // once the versions written since the previous pass reach 1/kScanRatio of
+  // the nodes: at most ~kScanRatio node visits per write, amortised, in a
+  // store with many keys and few overwrites.
   void GcLoop() {
     std::unique_lock<std::mutex> lock(gc_mu_);
+    uint64_t last = 0;
     while (!stop_) {
       lock.unlock();
-      gc_->RunPass();
+      uint64_t v = list_->VisibleVersion();
+      uint64_t due = std::max<uint64_t>(1, list_->NumEntries() / kScanRatio);
+      if (v - last >= due) {
+        gc_->RunPass();
+        last = v;
+      }
       lock.lock();
       gc_cv_.wait_for(lock, std::chrono::milliseconds(options_.gc_interval_ms),
                       [this] { return stop_; });
@@ -342,6 +353,7 @@ class StoreImpl : public Store {
   }
 
   static constexpr int kFullPoolPasses = 3;
+  static constexpr uint64_t kScanRatio = 8;
   StoreOptions options_;
   memtable::BytewiseKeyComparator cmp_;
   std::unique_ptr<pmem::Pool> pool_;
