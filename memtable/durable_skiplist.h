@@ -157,6 +157,9 @@ class DurableSkipList {
   // Of PmemBytes, bytes freed by the GC (or found unused by Recover) and
   // not yet reused.
   size_t PmemBytesFree() const { return arena_.FreeBytes(); }
+  // reclaim_space: nodes linked so far that were a newer version of an
+  // existing key or a tombstone (approximate while writers run).
+  uint64_t SupersededCount() const;
 
  private:
   template <class>
@@ -179,6 +182,7 @@ class DurableSkipList {
     // Written by the owner thread only (load + store, no RMW), read by any.
     std::atomic<uint64_t> nodes{0};
     std::atomic<uint64_t> dram_bytes{0};
+    std::atomic<uint64_t> superseded{0};  // see CountSuperseded
     void Count(uint64_t bytes) {
       nodes.store(nodes.load(std::memory_order_relaxed) + 1,
                   std::memory_order_relaxed);
@@ -200,6 +204,7 @@ class DurableSkipList {
   void ProcessBatch(std::vector<PutAdv>* batch);
   void Promote(PutAdv* adv);
   bool IsDuplicate(const IndexNode* inode, const IndexNode* succ) const;
+  void CountSuperseded(Slot* slot, const PutAdv& adv);
   bool HasDuplicateKeys(pmem::NvmNode* const* nodes, size_t n) const;
 
   // Traversal helpers for readers.

@@ -241,6 +241,7 @@ Status DurableSkipList<P>::Insert(pmem::NvmNode* node, InsertResult* result) {
     slot->batch = nullptr;
     if (Attach(slot) == kSuccess) break;
   }
+  CountSuperseded(slot, adv);
   Promote(&adv);
   if (global) P::FullFence();  // as the combiner does after its lock
   return Status::OK();
@@ -276,7 +277,10 @@ Status DurableSkipList<P>::InsertBatch(pmem::NvmNode* const* nodes, size_t n) {
   if (options_.global_lock) {
     locate_and_prepare();
     ProcessBatch(&advs);
-    for (PutAdv& a : advs) Promote(&a);
+    for (PutAdv& a : advs) {
+      CountSuperseded(slot, a);
+      Promote(&a);
+    }
     P::FullFence();
     return Status::OK();
   }
@@ -284,8 +288,34 @@ Status DurableSkipList<P>::InsertBatch(pmem::NvmNode* const* nodes, size_t n) {
   slot->put = nullptr;
   slot->batch = &advs;
   Attach(slot);  // a batch always succeeds (in-combiner retry)
-  for (PutAdv& a : advs) Promote(&a);
+  for (PutAdv& a : advs) {
+    CountSuperseded(slot, a);
+    Promote(&a);
+  }
   return Status::OK();
+}
+
+// reclaim_space: counts linked nodes that make garbage for the version GC
+// (a newer version of a key, or a tombstone), so that it scans only when
+// there is something to find. succs[0] is what the node was linked before.
+template <class P>
+void DurableSkipList<P>::CountSuperseded(Slot* slot, const PutAdv& adv) {
+  if (!options_.reclaim_space) return;
+  const IndexNode* succ = adv.succs[0];
+  if ((adv.inode->pnode->flags & pmem::kNodeTombstone) ||
+      (succ && cmp_->Compare(succ->key(), adv.inode->key()) == 0)) {
+    slot->superseded.store(slot->superseded.load(std::memory_order_relaxed) + 1,
+                           std::memory_order_relaxed);
+  }
+}
+
+template <class P>
+uint64_t DurableSkipList<P>::SupersededCount() const {
+  uint64_t n = 0;
+  ForEachSlot(this, [&n](const Slot& s) {
+    n += s.superseded.load(std::memory_order_relaxed);
+  });
+  return n;
 }
 
 template <class P>

@@ -332,15 +332,16 @@ class StoreImpl : public Store {
   }
 
   // A pass walks every node, so the background thread starts one only
-  // once the versions written since the previous pass reach 1/kScanRatio of
-  // the nodes: at most ~kScanRatio node visits per write, amortised, in a
-  // store with many keys and few overwrites.
+  // once the writes that made garbage (an overwrite or a delete) since the
+  // previous pass reach 1/kScanRatio of the nodes: at most ~kScanRatio
+  // node visits per such write, amortised, and no pass at all while writes
+  // only add keys.
   void GcLoop() {
     std::unique_lock<std::mutex> lock(gc_mu_);
     uint64_t last = 0;
     while (!stop_) {
       lock.unlock();
-      uint64_t v = list_->VisibleVersion();
+      uint64_t v = list_->SupersededCount();
       uint64_t due = std::max<uint64_t>(1, list_->NumEntries() / kScanRatio);
       if (v - last >= due) {
         gc_->RunPass();

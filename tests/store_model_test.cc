@@ -254,7 +254,9 @@ TEST_P(StoreModelTest, RandomOpsMatchModel) {
   for (int op = 0; op < kOps; op++) {
     std::string where =
         "seed " + std::to_string(p.seed) + " op " + std::to_string(op);
-    if (gc_rng() % 40 == 0) ASSERT_TRUE(store->GarbageCollect().ok()) << where;
+    if (gc_rng() % 40 == 0) {
+      ASSERT_TRUE(store->GarbageCollect().ok()) << where;
+    }
     uint64_t r = rng() % 1000;
     if (r < 350) {
       std::string k = pick_key(), v = RandomValue(&rng, big_value);

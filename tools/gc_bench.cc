@@ -13,6 +13,7 @@
 //
 // Example:
 //   gc_bench --keys=10000 --ops=2000000 --threads=1,2 --repeats=3
+//   gc_bench --unique --ops=1000000 --threads=1 --repeats=3  # no garbage
 #include <gflags/gflags.h>
 #include <sys/utsname.h>
 #include <unistd.h>
@@ -35,6 +36,9 @@ DEFINE_int32(keys, 10000, "Keys in the fixed key set");
 DEFINE_uint64(ops, 2000000, "Overwrites per run (all threads together)");
 DEFINE_string(threads, "1,2", "Writer threads; comma-separated list");
 DEFINE_int32(readers, 0, "Reader threads doing Gets during the writes");
+DEFINE_bool(unique, false,
+            "Each write a new key (no garbage at all): the GC's bookkeeping "
+            "and fruitless passes only");
 DEFINE_int32(value_size, 100, "Value bytes");
 DEFINE_int32(repeats, 3, "Runs per mode; medians are reported");
 DEFINE_string(pool_dir, "/dev/shm", "Directory for the pool files");
@@ -105,7 +109,11 @@ Run RunOnce(bool gc, int threads, int run_id) {
       uint64_t n = FLAGS_ops / threads;
       for (uint64_t i = 0; i < n; i++) {
         // Thread t owns keys k with k % threads == t.
-        int k = static_cast<int>(rng() % (FLAGS_keys / threads)) * threads + t;
+        int k =
+            FLAGS_unique
+                ? FLAGS_keys + static_cast<int>(i * threads + t)
+                : static_cast<int>(rng() % (FLAGS_keys / threads)) * threads +
+                      t;
         v[0] = static_cast<char>('a' + i % 26);
         if (!store->Put(Key(k), v).ok()) {
           failed = true;

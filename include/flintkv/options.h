@@ -49,8 +49,8 @@ struct StoreOptions {
   // until the pool is full (reads then skip no GC bookkeeping).
   bool gc = true;
   // A background thread checks every gc_interval_ms and runs a pass when
-  // the versions written since its previous pass reach 1/8 of the store's
-  // nodes (a pass walks them all); 0: no thread (passes run from
+  // the overwrites and deletes since its previous pass reach 1/8 of the
+  // store's nodes (a pass walks them all); 0: no thread (passes run from
   // Store::GarbageCollect() and when a write finds the pool full).
   uint32_t gc_interval_ms = 10;
   // Level-0 nodes a pass examines per hold of the writers' combiner lock:
