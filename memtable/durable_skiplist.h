@@ -174,7 +174,9 @@ class DurableSkipList {
   };
 
   // Per-thread state, one cache line apart to avoid false sharing; in pages
-  // of kSlotsPerPage allocated on first use.
+  // of kSlotsPerPage allocated on first use. Small pages: a page is counted
+  // in the memtable's usage, and RocksDB trims flushed-memtable history by
+  // a few KB (issue 8k).
   struct alignas(64) Slot {
     std::atomic<int> status{kEmpty};
     PutAdv* put = nullptr;
@@ -229,7 +231,7 @@ class DurableSkipList {
   std::atomic<uint64_t> gc_freed_dram_{0};
   alignas(64) std::atomic<bool> combiner_lock_{false};
   std::mutex global_mu_;  // global_lock baseline only
-  static constexpr int kSlotsPerPage = 32;
+  static constexpr int kSlotsPerPage = 8;
   static constexpr int kSlotPages = ThreadId::kMaxThreads / kSlotsPerPage;
   std::atomic<Slot*> slot_pages_[kSlotPages] = {};  // see SlotOf
   std::atomic<size_t> slot_page_bytes_{0};

@@ -7,9 +7,11 @@
 #include <set>
 #include <string>
 #include <thread>
+#include <unordered_map>
 #include <vector>
 
 #include "memtable/rocksdb/watermark.h"
+#include "rocksdb/convenience.h"
 #include "rocksdb/utilities/stackable_db.h"
 
 namespace flintkv {
@@ -219,6 +221,46 @@ class FlintDB : public rocksdb::StackableDB {
     return db_->DestroyColumnFamilyHandle(h);
   }
 
+  // ---- Options changed at run time ----
+  // RocksDB validates SetOptions/SetDBOptions without asking the memtable
+  // factory (ColumnFamilyData::SetOptions), so an option refused at Open
+  // (MemPurge) could be switched on later; the wrapper runs the factory's
+  // Open-time checks on the options as they would become first.
+  using rocksdb::StackableDB::SetOptions;
+  rocksdb::Status SetOptions(
+      ColumnFamilyHandle* cf,
+      const std::unordered_map<std::string, std::string>& m) override {
+    std::lock_guard<std::mutex> g(options_mu_);
+    rocksdb::ColumnFamilyOptions next;
+    // An unparsable map is left to RocksDB, which names the bad option.
+    if (rocksdb::GetColumnFamilyOptionsFromMap(rocksdb::ConfigOptions(),
+                                               GetOptions(cf), m, &next)
+            .ok()) {
+      rocksdb::Status s = Admissible(GetDBOptions(), next);
+      if (!s.ok()) return s;
+    }
+    return db_->SetOptions(cf, m);
+  }
+  rocksdb::Status SetDBOptions(
+      const std::unordered_map<std::string, std::string>& m) override {
+    std::lock_guard<std::mutex> g(options_mu_);
+    rocksdb::DBOptions next;
+    if (rocksdb::GetDBOptionsFromMap(rocksdb::ConfigOptions(), GetDBOptions(),
+                                     m, &next)
+            .ok()) {
+      std::vector<ColumnFamilyHandle*> cfs;
+      {
+        std::lock_guard<std::mutex> c(cfs_mu_);
+        for (auto& e : cfs_) cfs.push_back(e.second);
+      }
+      for (ColumnFamilyHandle* cf : cfs) {
+        rocksdb::Status s = Admissible(next, GetOptions(cf));
+        if (!s.ok()) return s;
+      }
+    }
+    return db_->SetDBOptions(m);
+  }
+
   // ---- Writes ----
   using rocksdb::StackableDB::Put;
   rocksdb::Status Put(const WriteOptions& wo, ColumnFamilyHandle* cf,
@@ -356,6 +398,11 @@ class FlintDB : public rocksdb::StackableDB {
     int shard_;
   };
 
+  static rocksdb::Status Admissible(const rocksdb::DBOptions& db,
+                                    const rocksdb::ColumnFamilyOptions& cf) {
+    return cf.memtable_factory ? cf.memtable_factory->ValidateOptions(db, cf)
+                               : rocksdb::Status::OK();
+  }
   rocksdb::ColumnFamilyOptions Durable(rocksdb::ColumnFamilyOptions o) {
     o.memtable_factory = factory_;
     return o;
@@ -452,6 +499,7 @@ class FlintDB : public rocksdb::StackableDB {
   std::atomic<uint64_t> durable_{0};
   Gate gate_;
   std::mutex cfs_mu_;
+  std::mutex options_mu_;  // validate + apply as one step
   std::map<uint32_t, ColumnFamilyHandle*> cfs_;
   bool closed_ = false;
 };

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# The whole test suite: set-up, Release build + all tests, then the
-# sanitizer builds (ASAN+UBSAN, TSAN). .ci/run calls exactly this.
+# The whole test suite: set-up, Release build + all tests, the same build
+# under valgrind, then the sanitizer builds (ASAN+UBSAN, TSAN). .ci/run calls
+# exactly this.
 #   FLINTKV_LONG_TESTS=1  long crash campaigns / kill loops instead of quick
 #   --no-sanitizers       Release build and tests only (developer loop)
 #   --no-peers            skip RocksDB's own verifiers (db_stress, unit tests)
@@ -29,7 +30,13 @@ build() {  # dir, extra cmake args...
 start=$(date +%s)
 echo "=== Release build and full test suite"
 build build
-(cd build && ctest --output-on-failure -j1 --timeout 1200)
+(cd build && ctest --output-on-failure -j1 --timeout 1200 -LE valgrind)
+# The default build is portable (no -march=native), so valgrind can run it:
+# the library, the plugin in stock db_bench and the tools under memcheck.
+# Debian 12's valgrind has no pmemcheck tool, so memcheck only.
+echo "=== valgrind (memcheck) on the Release build: label 'valgrind'"
+(cd build && ctest --output-on-failure -j"$JOBS" --timeout 900 -L valgrind \
+   --no-tests=error)
 
 if [ "$SANITIZERS" = 1 ]; then
   echo "=== ASAN+UBSAN build: all tests except those labelled 'slow'"

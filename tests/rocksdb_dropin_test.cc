@@ -350,6 +350,30 @@ TEST_F(DropinTest, UnsupportedOptionsRefusedAtOpen) {
   }
 }
 
+// An option refused at Open cannot be switched on afterwards through the
+// wrapper: RocksDB's SetOptions never asks the memtable factory (D4 in
+// docs/results/rocksdb_peer_tests.md).
+TEST_F(DropinTest, WrapperRefusesRefusedOptionsAtSetOptions) {
+  rocksdb::DB* db = OpenWrapper(dir_);
+  rocksdb::Status s = db->SetOptions(
+      db->DefaultColumnFamily(), {{"experimental_mempurge_threshold", "1.0"}});
+  ASSERT_FALSE(s.ok());
+  EXPECT_NE(s.ToString().find("experimental_mempurge_threshold"),
+            std::string::npos)
+      << s.ToString();
+  EXPECT_EQ(db->GetOptions().experimental_mempurge_threshold, 0.0);
+  // What the factory accepts still goes through, and RocksDB's own errors
+  // still name the bad option.
+  ASSERT_TRUE(db->SetOptions(db->DefaultColumnFamily(),
+                             {{"write_buffer_size", "1048576"}})
+                  .ok());
+  EXPECT_EQ(db->GetOptions().write_buffer_size, 1048576u);
+  s = db->SetOptions(db->DefaultColumnFamily(), {{"no_such_option", "1"}});
+  EXPECT_FALSE(s.ok());
+  ASSERT_TRUE(db->SetDBOptions({{"avoid_flush_during_shutdown", "true"}}).ok());
+  delete db;
+}
+
 #ifdef FLINTKV_SOURCE_DIR
 // Every refused option is in the configuration matrix of the docs.
 TEST_F(DropinTest, ConfigMatrixDocumented) {

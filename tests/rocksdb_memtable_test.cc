@@ -104,14 +104,17 @@ TEST(RocksMemtableTest, NearlyEmptyMemtableUsageMatchesSkipList) {
   const char* kProp = "rocksdb.cur-size-active-mem-table";
   uint64_t ref_empty = ref.Property(kProp);
   uint64_t flint_empty = flint.Property(kProp);
-  EXPECT_LE(flint_empty, ref_empty + 4096);
+  EXPECT_LE(flint_empty, ref_empty + 256);
   for (int i = 0; i < 10; i++) {
     ref.Put(Key(i), "value");
     flint.Put(Key(i), "value");
   }
   uint64_t ref_ten = ref.Property(kProp);
   uint64_t flint_ten = flint.Property(kProp);
-  EXPECT_LE(flint_ten, ref_ten + 4096);
+  // RocksDB trims flushed-memtable history (max_write_buffer_size_to_maintain)
+  // by this figure: RocksDB's memtable_list_test keeps two 3-entry memtables
+  // within 4 KB, and the memtable's own 2 KB arena block is already counted.
+  EXPECT_LE(flint_ten, ref_ten + 2048);
   EXPECT_GT(flint_ten, flint_empty);  // usage follows the entries
   std::printf(
       "memtable usage empty/10 puts: skiplist %llu/%llu, flintkv "
