@@ -28,6 +28,7 @@
 //     after a crash; such an operation had not returned).
 //  P5 readers filter by a cached visible_version, which a batch advances
 //     once, after all its nodes are linked.
+//  P12-P14 (version GC, standalone store only): see memtable/version_gc.h.
 // Memory orderings: visible_version is published with release and read with
 // acquire; level-0 links are release stores under the combiner lock.
 #pragma once
@@ -60,6 +61,11 @@ struct SkipListOptions {
   bool global_lock = false;
   // Bytes per PMEM chunk of the list's node arena.
   size_t chunk_size = 4 << 20;
+  // The list's nodes may be unlinked by a VersionGc (memtable/version_gc.h)
+  // and their PMEM reused; Recover() then also hands every byte of the
+  // list's chunks that no reachable node occupies back to the arena (P14).
+  // Off for RocksDB memtables (flushed whole, never unlinked).
+  bool reclaim_space = false;
 };
 
 struct RecoveryStats {
@@ -101,6 +107,14 @@ class DurableSkipList {
   uint64_t VisibleVersion() const {
     return visible_version_.load(std::memory_order_acquire);
   }
+  // Newest version every node at or below which is durable. Equal to the
+  // visible version while every write is durable before it is visible
+  // (P2); a write path that publishes before persisting must lower it, as
+  // the GC unlinks against it (P12).
+  uint64_t DurableVersion() const { return VisibleVersion(); }
+  const std::atomic<uint64_t>* visible_version_word() const {
+    return &visible_version_;
+  }
   // Newest node with this key and version <= vv, or nullptr.
   const IndexNode* Find(const char* key, uint64_t vv) const;
 
@@ -140,8 +154,16 @@ class DurableSkipList {
   const KeyComparator* comparator() const { return cmp_; }
   pmem::ListRoot* root() const { return root_; }
   pmem::Region* region() const { return region_; }
+  // Of PmemBytes, bytes freed by the GC (or found unused by Recover) and
+  // not yet reused.
+  size_t PmemBytesFree() const { return arena_.FreeBytes(); }
+  // reclaim_space: nodes linked so far that were a newer version of an
+  // existing key or a tombstone (approximate while writers run).
+  uint64_t SupersededCount() const;
 
  private:
+  template <class>
+  friend class VersionGc;
   enum AdvStatus : int { kEmpty = 0, kReady, kSuccess, kFailed };
 
   // One prepared node and its cached neighbours (an "advertisement" entry).
@@ -162,6 +184,7 @@ class DurableSkipList {
     // Written by the owner thread only (load + store, no RMW), read by any.
     std::atomic<uint64_t> nodes{0};
     std::atomic<uint64_t> dram_bytes{0};
+    std::atomic<uint64_t> superseded{0};  // see CountSuperseded
     void Count(uint64_t bytes) {
       nodes.store(nodes.load(std::memory_order_relaxed) + 1,
                   std::memory_order_relaxed);
@@ -183,6 +206,7 @@ class DurableSkipList {
   void ProcessBatch(std::vector<PutAdv>* batch);
   void Promote(PutAdv* adv);
   bool IsDuplicate(const IndexNode* inode, const IndexNode* succ) const;
+  void CountSuperseded(Slot* slot, const PutAdv& adv);
   bool HasDuplicateKeys(pmem::NvmNode* const* nodes, size_t n) const;
 
   // Traversal helpers for readers.
@@ -201,6 +225,9 @@ class DurableSkipList {
   IndexNode* head_;
   std::atomic<int> max_height_{1};
   std::atomic<uint64_t> visible_version_{0};
+  // Nodes the version GC unlinked and DRAM bytes it freed (GC only).
+  std::atomic<uint64_t> gc_unlinked_{0};
+  std::atomic<uint64_t> gc_freed_dram_{0};
   alignas(64) std::atomic<bool> combiner_lock_{false};
   std::mutex global_mu_;  // global_lock baseline only
   static constexpr int kSlotsPerPage = 8;

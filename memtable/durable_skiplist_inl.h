@@ -42,7 +42,7 @@ template <class P>
 DurableSkipList<P>::~DurableSkipList() {
   IndexNode* n = head_;
   while (n) {
-    IndexNode* next = n->next_[0].load(std::memory_order_relaxed);
+    IndexNode* next = n->Next(0);
     DeleteIndexNode(n);
     n = next;
   }
@@ -225,6 +225,7 @@ Status DurableSkipList<P>::Insert(pmem::NvmNode* node, InsertResult* result) {
     slot->batch = nullptr;
     if (Attach(slot) == kSuccess) break;
   }
+  CountSuperseded(slot, adv);
   Promote(&adv);
   if (global) P::FullFence();  // as the combiner does after its lock
   return Status::OK();
@@ -260,7 +261,10 @@ Status DurableSkipList<P>::InsertBatch(pmem::NvmNode* const* nodes, size_t n) {
   if (options_.global_lock) {
     locate_and_prepare();
     ProcessBatch(&advs);
-    for (PutAdv& a : advs) Promote(&a);
+    for (PutAdv& a : advs) {
+      CountSuperseded(slot, a);
+      Promote(&a);
+    }
     P::FullFence();
     return Status::OK();
   }
@@ -268,8 +272,34 @@ Status DurableSkipList<P>::InsertBatch(pmem::NvmNode* const* nodes, size_t n) {
   slot->put = nullptr;
   slot->batch = &advs;
   Attach(slot);  // a batch always succeeds (in-combiner retry)
-  for (PutAdv& a : advs) Promote(&a);
+  for (PutAdv& a : advs) {
+    CountSuperseded(slot, a);
+    Promote(&a);
+  }
   return Status::OK();
+}
+
+// reclaim_space: counts linked nodes that make garbage for the version GC
+// (a newer version of a key, or a tombstone), so that it scans only when
+// there is something to find. succs[0] is what the node was linked before.
+template <class P>
+void DurableSkipList<P>::CountSuperseded(Slot* slot, const PutAdv& adv) {
+  if (!options_.reclaim_space) return;
+  const IndexNode* succ = adv.succs[0];
+  if ((adv.inode->pnode->flags & pmem::kNodeTombstone) ||
+      (succ && cmp_->Compare(succ->key(), adv.inode->key()) == 0)) {
+    slot->superseded.store(slot->superseded.load(std::memory_order_relaxed) + 1,
+                           std::memory_order_relaxed);
+  }
+}
+
+template <class P>
+uint64_t DurableSkipList<P>::SupersededCount() const {
+  uint64_t n = 0;
+  ForEachSlot(this, [&n](const Slot& s) {
+    n += s.superseded.load(std::memory_order_relaxed);
+  });
+  return n;
 }
 
 template <class P>
@@ -417,9 +447,10 @@ void DurableSkipList<P>::Promote(PutAdv* adv) {
               succ, in, std::memory_order_release, std::memory_order_relaxed)) {
         break;
       }
-      // Stale neighbours: walk on from pred (nodes are never removed, and
-      // pred still orders before us) in (key asc, version desc) order.
-      IndexNode* x = pred;
+      // Stale neighbours: walk on from pred (it still orders before us) in
+      // (key asc, version desc) order; from the head if the GC marked pred
+      // for unlinking (no node may be linked after it: P13).
+      IndexNode* x = IndexNode::IsMarked(succ) ? head_ : pred;
       IndexNode* next = x->Next(i);
       while (next && Before(next, in)) {
         x = next;
@@ -429,6 +460,7 @@ void DurableSkipList<P>::Promote(PutAdv* adv) {
       adv->succs[i] = next;
     }
   }
+  in->promoted.store(1, std::memory_order_release);  // the GC may unlink it
 }
 
 // Per-slot counters are written by their owner thread only; the sums are
@@ -439,7 +471,8 @@ size_t DurableSkipList<P>::NumEntries() const {
   ForEachSlot(this, [&n](const Slot& s) {
     n += s.nodes.load(std::memory_order_relaxed);
   });
-  return n;
+  size_t gone = gc_unlinked_.load(std::memory_order_relaxed);
+  return n > gone ? n - gone : 0;
 }
 
 template <class P>
@@ -450,7 +483,8 @@ size_t DurableSkipList<P>::DramBytes() const {
   ForEachSlot(this, [&n](const Slot& s) {
     n += s.dram_bytes.load(std::memory_order_relaxed);
   });
-  return n;
+  size_t gone = gc_freed_dram_.load(std::memory_order_relaxed);
+  return n > gone ? n - gone : 0;
 }
 
 // §5: walk the sorted persistent list, drop what was never committed, and
@@ -465,6 +499,7 @@ Status DurableSkipList<P>::Recover(RecoveryStats* stats) {
   for (auto& l : last) l = head_;
   Status alloc_status;
   Slot& slot = overflow_slot_;  // counters only; nothing runs concurrently
+  std::vector<pmem::ChunkInfo> kept;  // reclaim_space: extents of kept nodes
   Status s = WalkList(
       *region_, root_, *cmp_, nullptr,
       [&](const pmem::NvmNode* n) {
@@ -484,9 +519,13 @@ Status DurableSkipList<P>::Recover(RecoveryStats* stats) {
           alloc_status = Status::NoSpace("out of DRAM for the index");
           return WalkDecision::kKeep;
         }
+        in->promoted.store(1, std::memory_order_relaxed);
         for (int i = 0; i < h; i++) {
           last[i]->next_[i].store(in, std::memory_order_relaxed);
           last[i] = in;
+        }
+        if (options_.reclaim_space) {
+          kept.push_back({ToOffset(n), pmem::NvmNode::AllocSize(n->data_size)});
         }
         if (h > max_height_.load(std::memory_order_relaxed)) {
           max_height_.store(h, std::memory_order_relaxed);
@@ -506,6 +545,10 @@ Status DurableSkipList<P>::Recover(RecoveryStats* stats) {
   if (batch_mode) {
     root_->batch_mode = 0;
     P::Persist(&root_->batch_mode, sizeof(root_->batch_mode));  // P3
+  }
+  if (options_.reclaim_space) {
+    // P14: what no reachable node occupies is free; nothing else is.
+    arena_.AdoptChunks(region_->ChunksOf(root_->list_id), std::move(kept));
   }
   visible_version_.store(st.max_version, std::memory_order_release);
   if (stats) *stats = st;

@@ -36,6 +36,8 @@ enum class Fault {
   kBatchModeBeforeCommit,  // batch: batch_mode persisted before commit_version
   kNoMaxRule,              // recovery keeps version-MAX nodes (single fence
                            // optimisation without its recovery rule)
+  kGcUnlinkNotPersisted,   // version GC: a node's space is reused before its
+                           // unlink is durable (no flush/fence)       (P12)
 };
 
 namespace internal {

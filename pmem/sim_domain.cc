@@ -113,6 +113,12 @@ std::vector<SimRegion::Chunk> SimRegion::Chunks() const {
   return out;
 }
 
+std::vector<ChunkInfo> SimRegion::ChunksOf(uint64_t) const {
+  std::vector<ChunkInfo> out;
+  for (const Chunk& c : Chunks()) out.push_back({c.offset, c.len});
+  return out;
+}
+
 Status SimRegion::NewChunk(uint64_t list_id, size_t min_len, ChunkFit fit,
                            bool use_reserve, char** begin, size_t* len) {
   uint64_t usable = AlignUp64(fit == ChunkFit::kExact
@@ -394,6 +400,8 @@ const char* FaultName(Fault f) {
       return "kBatchModeBeforeCommit";
     case Fault::kNoMaxRule:
       return "kNoMaxRule";
+    case Fault::kGcUnlinkNotPersisted:
+      return "kGcUnlinkNotPersisted";
   }
   return "?";
 }

@@ -17,6 +17,8 @@
 #include "memtable/durable_skiplist.h"
 #include "memtable/key_comparator.h"
 #include "memtable/list_walk.h"
+#include "memtable/reclaim.h"
+#include "memtable/version_gc.h"
 #include "pmem/sim_domain.h"
 
 namespace flintkv {
@@ -24,6 +26,7 @@ namespace crashsim {
 namespace {
 
 using List = memtable::DurableSkipList<pmem::SimPersist>;
+using Gc = memtable::VersionGc<pmem::SimPersist>;
 using State = std::map<std::string, std::string>;  // live key -> value
 
 constexpr uint64_t kChunkSize = 16 << 10;
@@ -354,6 +357,7 @@ class Checker {
     }
     memtable::SkipListOptions lo;
     lo.chunk_size = 4096;
+    lo.reclaim_space = o_.gc_every > 0;
     List list(&cmp_, &r, r.root(), lo);
     memtable::RecoveryStats rs;
     Status s = list.Recover(&rs);
@@ -465,6 +469,8 @@ std::string CampaignResult::Summary() const {
      << ") failures=" << failures;
   for (const auto& kv : failed_rules)
     os << " [" << kv.first << ":" << kv.second << "]";
+  if (gc_unlinked)
+    os << " gc_unlinked=" << gc_unlinked << " gc_freed=" << gc_freed;
   return os.str();
 }
 
@@ -484,7 +490,12 @@ CampaignResult RunCampaign(const CampaignOptions& o) {
   memtable::BytewiseKeyComparator cmp;
   memtable::SkipListOptions lo;
   lo.chunk_size = kChunkSize;
+  lo.reclaim_space = o.gc_every > 0;
   auto list = std::make_unique<List>(&cmp, &region, region.root(), lo);
+  memtable::Reclaimer reclaimer(list->visible_version_word());
+  // A few nodes per lock hold: more GC fences, more crash points.
+  auto gc = o.gc_every > 0 ? std::make_unique<Gc>(list.get(), &reclaimer, 8)
+                           : nullptr;
 
   std::vector<std::atomic<uint64_t>> acked(o.threads);
   for (auto& a : acked) a.store(0);
@@ -516,7 +527,12 @@ CampaignResult RunCampaign(const CampaignOptions& o) {
   auto worker = [&](int t) {
     pmem::SimDomain::ScopedThreadOverride scope(&dom);
     for (size_t i = 0; i < ops[t].size(); i++) {
-      Status s = Execute(list.get(), ops[t][i]);
+      if (single && gc && i % o.gc_every == 0) gc->RunPass();
+      Status s;
+      {
+        memtable::Reclaimer::Guard guard(&reclaimer, false);
+        s = Execute(list.get(), ops[t][i]);
+      }
       if (!s.ok()) {
         std::lock_guard<std::mutex> g(error_mu);
         error = s.ToString();
@@ -528,10 +544,29 @@ CampaignResult RunCampaign(const CampaignOptions& o) {
   };
   if (single) {
     worker(0);
+    if (gc) gc->RunPass();
   } else {
+    std::atomic<int> running{o.threads};
+    std::thread collector;
+    if (gc) {
+      collector = std::thread([&] {
+        pmem::SimDomain::ScopedThreadOverride scope(&dom);
+        while (running.load() > 0) {
+          gc->RunPass();
+          std::this_thread::yield();
+        }
+        gc->RunPass();
+      });
+    }
     std::vector<std::thread> th;
-    for (int t = 0; t < o.threads; t++) th.emplace_back(worker, t);
+    for (int t = 0; t < o.threads; t++) {
+      th.emplace_back([&, t] {
+        worker(t);
+        running.fetch_sub(1);
+      });
+    }
     for (auto& x : th) x.join();
+    if (collector.joinable()) collector.join();
   }
   dom.set_fence_hook(nullptr);
   res.fences = dom.fences();
@@ -550,6 +585,11 @@ CampaignResult RunCampaign(const CampaignOptions& o) {
     for (auto& a : acked) fin.acked.push_back(a.load());
     Expectation e{&prefixes, fin.acked};
     checker.ExploreState(fin, e, "final", 0);
+  }
+  if (gc) {
+    res.gc_unlinked = gc->Stats().unlinked;
+    res.gc_freed = gc->Stats().freed;
+    gc.reset();  // frees what it retired into the list's arena
   }
   list.reset();
   pmem::SimDomain::SetGlobal(nullptr);

@@ -18,6 +18,9 @@
 //  - versions respect each thread's program order (batch = one version);
 //  - post-recovery writes work: new PUTs get fresh versions, are visible to
 //    Get, and keep the list sorted.
+// With gc_every, the same checks hold while the GC unlinks and reuses
+// versions (it never removes a key's newest version unless a tombstone),
+// and the campaign reports how many nodes the GC unlinked and freed.
 // Keys are "k<j>.t<thread>", so threads' keys interleave in the list (the
 // combiner links neighbours of other threads) while each thread's history
 // stays sequential.
@@ -58,6 +61,12 @@ struct CampaignOptions {
   bool durable_only = false;
   // Stop exploring after this many failing states.
   int max_failures = 5;
+  // Version GC (memtable/version_gc.h) with space reuse: single-threaded, a
+  // pass on the worker after every gc_every ops (its fences are crash
+  // points like any other); multi-threaded, a GC thread running passes
+  // while the workers run. 0: no GC. Recovered lists then also rebuild
+  // their free space (P14) before the post-recovery writes.
+  int gc_every = 0;
 };
 
 struct CampaignResult {
@@ -67,7 +76,8 @@ struct CampaignResult {
   uint64_t failures = 0;         // images that failed a check
   std::map<std::string, uint64_t> failed_rules;  // rule -> count
   std::vector<std::string> messages;             // first few failures
-  uint64_t fences = 0;  // fences executed by the workload
+  uint64_t fences = 0;                     // fences executed by the workload
+  uint64_t gc_unlinked = 0, gc_freed = 0;  // gc_every > 0
   std::string Summary() const;
 };
 

@@ -7,6 +7,14 @@
 // every acknowledged update and nothing from a torn batch.
 // Visibility: a WriteBatch becomes visible atomically; a Snapshot (and any
 // Iterator) observes one point in time, forward and backward.
+// Space (StoreOptions::gc, docs/gc.md): versions that no open Snapshot,
+// Iterator or running read can see (hidden by a newer version of their key
+// at or below the oldest of those; tombstones with nothing left to hide)
+// are unlinked durably and their PMEM and DRAM reused, so a store that
+// overwrites a fixed key set stays within a fixed pool. The latest value of
+// every key is never collected. An open Snapshot or Iterator keeps the
+// versions it sees; an open Iterator also delays the reuse (not the
+// unlinking) of nodes unlinked after it was created: release them.
 // Errors: every call returns Status; nothing throws.
 #pragma once
 
@@ -41,11 +49,14 @@ class WriteBatch {
   std::vector<Op> ops_;
 };
 
-// A point in time. Cheap: holds a version number; release is a no-op beyond
-// freeing the handle (versions are never garbage-collected while open).
+// A point in time. Cheap: a version number, registered with the GC while
+// the handle lives (its versions are not collected); destroying it
+// releases them. Use snapshots from Store::GetSnapshot: one built from a
+// bare version number protects nothing.
 class Snapshot {
  public:
   explicit Snapshot(uint64_t version) : version_(version) {}
+  virtual ~Snapshot() = default;
   uint64_t version() const { return version_; }
 
  private:
@@ -77,6 +88,11 @@ struct StoreStats {
   uint64_t dropped_uncommitted = 0;  // version-MAX nodes (P4)
   uint64_t rolled_back_batch = 0;    // nodes of a torn batch (P3)
   bool emulated_pmem = true;
+  // Version GC (zero when off).
+  uint64_t gc_passes = 0;
+  uint64_t gc_unlinked = 0;      // versions unlinked (durably)
+  uint64_t gc_freed = 0;         // of which reused or reusable
+  uint64_t pmem_bytes_free = 0;  // of pmem_bytes_reserved, free for reuse
 };
 
 class Store {
@@ -98,6 +114,9 @@ class Store {
   virtual std::unique_ptr<Iterator> NewIterator(
       const Snapshot* snapshot = nullptr) = 0;
   virtual StoreStats GetStats() = 0;
+  // Runs one full GC pass now (also while the background thread runs) and
+  // frees what no reader holds. InvalidArgument if StoreOptions::gc is off.
+  virtual Status GarbageCollect() = 0;
   // Flushes nothing (every write is already durable); releases the pool.
   // Also done by the destructor.
   virtual Status Close() = 0;
