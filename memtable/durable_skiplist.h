@@ -42,6 +42,7 @@
 #include "memtable/index_node.h"
 #include "memtable/key_comparator.h"
 #include "memtable/node_arena.h"
+#include "memtable/slot_pages.h"
 #include "memtable/thread_id.h"
 #include "pmem/layout.h"
 #include "pmem/region.h"
@@ -231,9 +232,7 @@ class DurableSkipList {
   alignas(64) std::atomic<bool> combiner_lock_{false};
   std::mutex global_mu_;  // global_lock baseline only
   static constexpr int kSlotsPerPage = 8;
-  static constexpr int kSlotPages = ThreadId::kMaxThreads / kSlotsPerPage;
-  std::atomic<Slot*> slot_pages_[kSlotPages] = {};  // see SlotOf
-  std::atomic<size_t> slot_page_bytes_{0};
+  SlotPages<Slot, kSlotsPerPage> slot_pages_;  // see SlotOf
   std::mutex overflow_mu_;  // serialises the users of overflow_slot_
   Slot overflow_slot_;
 };

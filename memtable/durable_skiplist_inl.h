@@ -46,29 +46,13 @@ DurableSkipList<P>::~DurableSkipList() {
     DeleteIndexNode(n);
     n = next;
   }
-  for (auto& page : slot_pages_) delete[] page.load(std::memory_order_relaxed);
 }
 
 // Slot pages are allocated on a thread's first write, so an idle list
 // carries no slot array (RocksDB counts it in the memtable's size).
 template <class P>
 typename DurableSkipList<P>::Slot* DurableSkipList<P>::SlotOf(int tid) {
-  std::atomic<Slot*>& page = slot_pages_[tid / kSlotsPerPage];
-  Slot* p = page.load(std::memory_order_acquire);
-  if (!p) {
-    Slot* fresh = new (std::nothrow) Slot[kSlotsPerPage];
-    if (!fresh) return nullptr;
-    // acq_rel: publishes the constructed slots / sees the winner's.
-    if (page.compare_exchange_strong(p, fresh, std::memory_order_acq_rel,
-                                     std::memory_order_acquire)) {
-      p = fresh;
-      slot_page_bytes_.fetch_add(sizeof(Slot) * kSlotsPerPage,
-                                 std::memory_order_relaxed);
-    } else {
-      delete[] fresh;
-    }
-  }
-  return &p[tid % kSlotsPerPage];
+  return slot_pages_.Get(tid);
 }
 
 // Calls fn on every allocated slot of an id below ThreadId::HighWater(),
@@ -76,13 +60,7 @@ typename DurableSkipList<P>::Slot* DurableSkipList<P>::SlotOf(int tid) {
 template <class P>
 template <class Self, class Fn>
 void DurableSkipList<P>::ForEachSlot(Self* self, Fn fn) {
-  int hw = ThreadId::HighWater();
-  for (int base = 0; base < hw; base += kSlotsPerPage) {
-    auto* page =
-        self->slot_pages_[base / kSlotsPerPage].load(std::memory_order_acquire);
-    if (!page) continue;
-    for (int i = 0; i < kSlotsPerPage && base + i < hw; i++) fn(page[i]);
-  }
+  self->slot_pages_.ForEach(fn);
   fn(self->overflow_slot_);
 }
 
@@ -478,8 +456,7 @@ size_t DurableSkipList<P>::NumEntries() const {
 template <class P>
 size_t DurableSkipList<P>::DramBytes() const {
   // The head and the slot pages in use, plus every index node.
-  size_t n = IndexNode::AllocSize(kMaxHeight, 0) +
-             slot_page_bytes_.load(std::memory_order_relaxed);
+  size_t n = IndexNode::AllocSize(kMaxHeight, 0) + slot_pages_.bytes();
   ForEachSlot(this, [&n](const Slot& s) {
     n += s.dram_bytes.load(std::memory_order_relaxed);
   });

@@ -9,35 +9,13 @@ namespace memtable {
 Reclaimer::Reclaimer(const std::atomic<uint64_t>* visible)
     : visible_(visible) {}
 
-Reclaimer::~Reclaimer() {
-  for (auto& p : pages_) delete[] p.load(std::memory_order_relaxed);
-}
+Reclaimer::~Reclaimer() = default;
 
-Reclaimer::Slot* Reclaimer::SlotOf(int tid) {
-  std::atomic<Slot*>& page = pages_[tid / kSlotsPerPage];
-  Slot* p = page.load(std::memory_order_acquire);
-  if (!p) {
-    Slot* fresh = new (std::nothrow) Slot[kSlotsPerPage];
-    if (!fresh) return nullptr;
-    // acq_rel: publishes the constructed slots / sees the winner's.
-    if (page.compare_exchange_strong(p, fresh, std::memory_order_acq_rel,
-                                     std::memory_order_acquire)) {
-      p = fresh;
-    } else {
-      delete[] fresh;
-    }
-  }
-  return &p[tid % kSlotsPerPage];
-}
+Reclaimer::Slot* Reclaimer::SlotOf(int tid) { return pages_.Get(tid); }
 
 template <class Fn>
 void Reclaimer::ForEachSlot(Fn fn) const {
-  int hw = ThreadId::HighWater();
-  for (int base = 0; base < hw; base += kSlotsPerPage) {
-    Slot* page = pages_[base / kSlotsPerPage].load(std::memory_order_acquire);
-    if (!page) continue;
-    for (int i = 0; i < kSlotsPerPage && base + i < hw; i++) fn(page[i]);
-  }
+  pages_.ForEach(fn);
 }
 
 Reclaimer::Guard::Guard(Reclaimer* r, bool read) : r_(r) {

@@ -39,6 +39,7 @@
 #include <vector>
 
 #include "memtable/index_node.h"
+#include "memtable/slot_pages.h"
 #include "memtable/thread_id.h"
 
 namespace flintkv {
@@ -101,8 +102,7 @@ class Reclaimer {
   const std::atomic<uint64_t>* const visible_;
   alignas(64) std::atomic<uint64_t> gen_{1};  // 0 marks an idle slot
   static constexpr int kSlotsPerPage = 32;
-  static constexpr int kPages = ThreadId::kMaxThreads / kSlotsPerPage;
-  std::atomic<Slot*> pages_[kPages] = {};
+  SlotPages<Slot, kSlotsPerPage> pages_;
   struct PinEntry {
     uint64_t gen;  // 0: holds no memory
     uint64_t version;
