@@ -29,6 +29,7 @@
 //     after a crash; such an operation had not returned).
 //  P5 readers filter by a cached visible_version, which a batch advances
 //     once, after all its nodes are linked.
+//  P12-P14 (version GC, standalone store only): see memtable/version_gc.h.
 //  P15 (group commit) a pass links every ready strong advertisement, flushes
 //     their versions and predecessor pointers, fences once, and only then
 //     publishes visible_version and releases their waiters. A crash before
@@ -64,6 +65,7 @@
 #include "memtable/index_node.h"
 #include "memtable/key_comparator.h"
 #include "memtable/node_arena.h"
+#include "memtable/slot_pages.h"
 #include "memtable/thread_id.h"
 #include "pmem/layout.h"
 #include "pmem/region.h"
@@ -91,6 +93,11 @@ struct SkipListOptions {
   // (P15). Weak writes (sync=false) never wait for a fence (P16/P17).
   enum class CommitMode : uint8_t { kPerPut, kGroup };
   CommitMode commit_mode = CommitMode::kPerPut;
+  // The list's nodes may be unlinked by a VersionGc (memtable/version_gc.h)
+  // and their PMEM reused; Recover() then also hands every byte of the
+  // list's chunks that no reachable node occupies back to the arena (P14).
+  // Off for RocksDB memtables (flushed whole, never unlinked).
+  bool reclaim_space = false;
 };
 
 // Write-path counters of one list (benchmark instrumentation, issue 9.4).
@@ -158,6 +165,15 @@ class DurableSkipList {
   uint64_t VisibleVersion() const {
     return visible_version_.load(std::memory_order_acquire);
   }
+  // Newest version every node at or below which is durable by the time the
+  // GC unlinks against it (P12): the visible version. Strong writes are
+  // durable before they are visible (P2/P15); weak writes (P16) are not,
+  // but the GC drains them (DrainWeakLocked) under the combiner lock before
+  // each hold's first unlink, so they are durable before it acts on them.
+  uint64_t DurableVersion() const { return VisibleVersion(); }
+  const std::atomic<uint64_t>* visible_version_word() const {
+    return &visible_version_;
+  }
   // Newest node with this key and version <= vv, or nullptr.
   const IndexNode* Find(const char* key, uint64_t vv) const;
 
@@ -197,8 +213,16 @@ class DurableSkipList {
   const KeyComparator* comparator() const { return cmp_; }
   pmem::ListRoot* root() const { return root_; }
   pmem::Region* region() const { return region_; }
+  // Of PmemBytes, bytes freed by the GC (or found unused by Recover) and
+  // not yet reused.
+  size_t PmemBytesFree() const { return arena_.FreeBytes(); }
+  // reclaim_space: nodes linked so far that were a newer version of an
+  // existing key or a tombstone (approximate while writers run).
+  uint64_t SupersededCount() const;
 
  private:
+  template <class>
+  friend class VersionGc;
   enum AdvStatus : int { kEmpty = 0, kReady, kSuccess, kFailed };
 
   // One prepared node and its cached neighbours (an "advertisement" entry).
@@ -230,6 +254,7 @@ class DurableSkipList {
     // Written by the owner thread only (load + store, no RMW), read by any.
     std::atomic<uint64_t> nodes{0};
     std::atomic<uint64_t> dram_bytes{0};
+    std::atomic<uint64_t> superseded{0};  // see CountSuperseded
     void Count(uint64_t bytes) {
       nodes.store(nodes.load(std::memory_order_relaxed) + 1,
                   std::memory_order_relaxed);
@@ -246,7 +271,7 @@ class DurableSkipList {
   static void Bump(Slot* s, std::atomic<uint64_t> SlotStats::*field,
                    uint64_t d = 1) {
 #ifndef FLINTKV_NO_WRITE_STATS
-    if (!s->stats) return;
+    if (!s || !s->stats) return;  // s: null for the GC's drain
     std::atomic<uint64_t>& c = s->stats->*field;
     c.store(c.load(std::memory_order_relaxed) + d, std::memory_order_relaxed);
 #endif
@@ -287,8 +312,14 @@ class DurableSkipList {
   void ProcessBatchWeak(std::vector<PutAdv>* batch, uint64_t v, Slot* me);
   void BeginWeakEpoch(uint64_t first_unpersisted, Slot* me);
   void EndWeakEpoch(Slot* me);
+  // Under the combiner lock: makes pending weak writes durable (P16) and
+  // clears the cut (P17). For the version GC before it unlinks (P12).
+  void DrainWeakLocked() {
+    if (cut_active_) EndWeakEpoch(nullptr);
+  }
   void Promote(PutAdv* adv);
   bool IsDuplicate(const IndexNode* inode, const IndexNode* succ) const;
+  void CountSuperseded(Slot* slot, const PutAdv& adv);
   bool HasDuplicateKeys(pmem::NvmNode* const* nodes, size_t n) const;
 
   // Traversal helpers for readers.
@@ -297,7 +328,6 @@ class DurableSkipList {
   bool Before(const IndexNode* a, const IndexNode* b) const;
 
   int HeightFor(const char* key, uint32_t key_size) const;
-  static int RandomHeight();
   uint64_t ToOffset(const void* p) const { return region_->ToOffset(p); }
 
   const KeyComparator* const cmp_;
@@ -308,6 +338,9 @@ class DurableSkipList {
   IndexNode* head_;
   std::atomic<int> max_height_{1};
   std::atomic<uint64_t> visible_version_{0};
+  // Nodes the version GC unlinked and DRAM bytes it freed (GC only).
+  std::atomic<uint64_t> gc_unlinked_{0};
+  std::atomic<uint64_t> gc_freed_dram_{0};
   alignas(64) std::atomic<bool> combiner_lock_{false};
   // Under the combiner lock: strong waiters of the current group pass,
   // and the weak state (P16/P17).
@@ -317,9 +350,8 @@ class DurableSkipList {
   std::atomic<bool> weak_dirty_{false};
   std::mutex global_mu_;  // global_lock baseline only
   static constexpr int kSlotsPerPage = 8;
-  static constexpr int kSlotPages = ThreadId::kMaxThreads / kSlotsPerPage;
-  std::atomic<Slot*> slot_pages_[kSlotPages] = {};  // see SlotOf
-  std::atomic<size_t> slot_page_bytes_{0};
+  SlotPages<Slot, kSlotsPerPage> slot_pages_;       // see SlotOf
+  SlotPages<SlotStats, kSlotsPerPage> stat_pages_;  // write_stats only
   std::mutex overflow_mu_;  // serialises the users of overflow_slot_
   Slot overflow_slot_;
   SlotStats overflow_stats_;

@@ -270,13 +270,11 @@ template <class P>
 WriteStats DurableSkipList<P>::GetWriteStats() const {
   WriteStats w;
   uint64_t ticks = 0;
-  ForEachSlot(this, [&](const Slot& slot) {
-    auto get = [](const std::atomic<uint64_t>& c) {
-      return c.load(std::memory_order_relaxed);
-    };
-    w.nodes += get(slot.nodes);
-    if (!slot.stats) return;
-    const SlotStats& s = *slot.stats;
+  auto get = [](const std::atomic<uint64_t>& c) {
+    return c.load(std::memory_order_relaxed);
+  };
+  ForEachSlot(this, [&](const Slot& slot) { w.nodes += get(slot.nodes); });
+  auto add = [&](const SlotStats& s) {
     w.ops += get(s.ops);
     w.fences += get(s.fences);
     w.full_fences += get(s.full_fences);
@@ -285,7 +283,9 @@ WriteStats DurableSkipList<P>::GetWriteStats() const {
     w.retries += get(s.retries);
     ticks += get(s.crit_ticks);
     w.barriers += get(s.barriers);
-  });
+  };
+  stat_pages_.ForEach(add);
+  add(overflow_stats_);
   w.critical_ns =
       static_cast<uint64_t>(static_cast<double>(ticks) /
                             std::max(pmem::internal::TicksPerNano(), 1e-9));

@@ -43,14 +43,9 @@ template <class P>
 DurableSkipList<P>::~DurableSkipList() {
   IndexNode* n = head_;
   while (n) {
-    IndexNode* next = n->next_[0].load(std::memory_order_relaxed);
+    IndexNode* next = n->Next(0);
     DeleteIndexNode(n);
     n = next;
-  }
-  for (auto& page : slot_pages_) {
-    Slot* p = page.load(std::memory_order_relaxed);
-    if (p) delete[] p[0].stats;  // the page's SlotStats array (or null)
-    delete[] p;
   }
 }
 
@@ -58,33 +53,14 @@ DurableSkipList<P>::~DurableSkipList() {
 // carries no slot array (RocksDB counts it in the memtable's size).
 template <class P>
 typename DurableSkipList<P>::Slot* DurableSkipList<P>::SlotOf(int tid) {
-  std::atomic<Slot*>& page = slot_pages_[tid / kSlotsPerPage];
-  Slot* p = page.load(std::memory_order_acquire);
-  if (!p) {
-    Slot* fresh = new (std::nothrow) Slot[kSlotsPerPage];
-    if (!fresh) return nullptr;
-    SlotStats* stats = nullptr;
-    if (options_.write_stats) {
-      stats = new (std::nothrow) SlotStats[kSlotsPerPage];
-      if (!stats) {
-        delete[] fresh;
-        return nullptr;
-      }
-      for (int i = 0; i < kSlotsPerPage; i++) fresh[i].stats = &stats[i];
-    }
-    // acq_rel: publishes the constructed slots / sees the winner's.
-    if (page.compare_exchange_strong(p, fresh, std::memory_order_acq_rel,
-                                     std::memory_order_acquire)) {
-      p = fresh;
-      slot_page_bytes_.fetch_add(
-          (sizeof(Slot) + (stats ? sizeof(SlotStats) : 0)) * kSlotsPerPage,
-          std::memory_order_relaxed);
-    } else {
-      delete[] stats;
-      delete[] fresh;
-    }
+  Slot* s = slot_pages_.Get(tid);
+  // The stats pointer is read only by the slot's owner (Bump); totals are
+  // summed from stat_pages_ (GetWriteStats), so no other thread reads it.
+  if (s && options_.write_stats && !s->stats) {
+    s->stats = stat_pages_.Get(tid);
+    if (!s->stats) return nullptr;
   }
-  return &p[tid % kSlotsPerPage];
+  return s;
 }
 
 // Calls fn on every allocated slot of an id below ThreadId::HighWater(),
@@ -92,13 +68,7 @@ typename DurableSkipList<P>::Slot* DurableSkipList<P>::SlotOf(int tid) {
 template <class P>
 template <class Self, class Fn>
 void DurableSkipList<P>::ForEachSlot(Self* self, Fn fn) {
-  int hw = ThreadId::HighWater();
-  for (int base = 0; base < hw; base += kSlotsPerPage) {
-    auto* page =
-        self->slot_pages_[base / kSlotsPerPage].load(std::memory_order_acquire);
-    if (!page) continue;
-    for (int i = 0; i < kSlotsPerPage && base + i < hw; i++) fn(page[i]);
-  }
+  self->slot_pages_.ForEach(fn);
   fn(self->overflow_slot_);
 }
 
@@ -108,7 +78,7 @@ void DurableSkipList<P>::ForEachSlot(Self* self, Fn fn) {
 // lists: every version of a key would get the same height.
 template <class P>
 int DurableSkipList<P>::HeightFor(const char* key, uint32_t key_size) const {
-  if (!options_.unique_keys) return RandomHeight();
+  if (!options_.unique_keys) return RandomIndexHeight();
   uint64_t x = 0xcbf29ce484222325ull;  // FNV-1a, then a 64-bit finaliser
   for (uint32_t i = 0; i < key_size; i++) {
     x = (x ^ static_cast<unsigned char>(key[i])) * 0x100000001b3ull;
@@ -119,22 +89,6 @@ int DurableSkipList<P>::HeightFor(const char* key, uint32_t key_size) const {
   int h = 1;
   while (h < kMaxHeight && (x & 3) == 0) {  // branching factor 4
     x >>= 2;
-    h++;
-  }
-  return h;
-}
-
-template <class P>
-int DurableSkipList<P>::RandomHeight() {
-  // Branching factor 4, as RocksDB's skiplists; xorshift per thread.
-  static thread_local uint64_t state =
-      0x9e3779b97f4a7c15ull ^ reinterpret_cast<uintptr_t>(&state);
-  int h = 1;
-  while (h < kMaxHeight) {
-    state ^= state << 13;
-    state ^= state >> 7;
-    state ^= state << 17;
-    if ((state & 3) != 0) break;
     h++;
   }
   return h;
@@ -264,6 +218,7 @@ Status DurableSkipList<P>::Insert(pmem::NvmNode* node, InsertResult* result,
     if (Attach(slot) == kSuccess) break;
     Bump(slot, &SlotStats::retries);
   }
+  CountSuperseded(slot, adv);
   Promote(&adv);
   if (global) P::FullFence();  // as the combiner does after its lock
   Bump(slot, &SlotStats::ops);
@@ -303,7 +258,10 @@ Status DurableSkipList<P>::InsertBatch(pmem::NvmNode* const* nodes, size_t n,
     uint64_t v = visible_version_.load(std::memory_order_relaxed) + 1;
     ProcessBatch(&advs, v, slot);
     visible_version_.store(v, std::memory_order_release);  // P5
-    for (PutAdv& a : advs) Promote(&a);
+    for (PutAdv& a : advs) {
+      CountSuperseded(slot, a);
+      Promote(&a);
+    }
     P::FullFence();
     Bump(slot, &SlotStats::ops);
     return Status::OK();
@@ -313,9 +271,35 @@ Status DurableSkipList<P>::InsertBatch(pmem::NvmNode* const* nodes, size_t n,
   slot->batch = &advs;
   slot->sync = sync;
   Attach(slot);  // a batch always succeeds (in-combiner retry)
-  for (PutAdv& a : advs) Promote(&a);
+  for (PutAdv& a : advs) {
+    CountSuperseded(slot, a);
+    Promote(&a);
+  }
   Bump(slot, &SlotStats::ops);
   return Status::OK();
+}
+
+// reclaim_space: counts linked nodes that make garbage for the version GC
+// (a newer version of a key, or a tombstone), so that it scans only when
+// there is something to find. succs[0] is what the node was linked before.
+template <class P>
+void DurableSkipList<P>::CountSuperseded(Slot* slot, const PutAdv& adv) {
+  if (!options_.reclaim_space) return;
+  const IndexNode* succ = adv.succs[0];
+  if ((adv.inode->pnode->flags & pmem::kNodeTombstone) ||
+      (succ && cmp_->Compare(succ->key(), adv.inode->key()) == 0)) {
+    slot->superseded.store(slot->superseded.load(std::memory_order_relaxed) + 1,
+                           std::memory_order_relaxed);
+  }
+}
+
+template <class P>
+uint64_t DurableSkipList<P>::SupersededCount() const {
+  uint64_t n = 0;
+  ForEachSlot(this, [&n](const Slot& s) {
+    n += s.superseded.load(std::memory_order_relaxed);
+  });
+  return n;
 }
 
 template <class P>
@@ -370,9 +354,10 @@ void DurableSkipList<P>::Promote(PutAdv* adv) {
               succ, in, std::memory_order_release, std::memory_order_relaxed)) {
         break;
       }
-      // Stale neighbours: walk on from pred (nodes are never removed, and
-      // pred still orders before us) in (key asc, version desc) order.
-      IndexNode* x = pred;
+      // Stale neighbours: walk on from pred (it still orders before us) in
+      // (key asc, version desc) order; from the head if the GC marked pred
+      // for unlinking (no node may be linked after it: P13).
+      IndexNode* x = IndexNode::IsMarked(succ) ? head_ : pred;
       IndexNode* next = x->Next(i);
       while (next && Before(next, in)) {
         x = next;
@@ -382,6 +367,7 @@ void DurableSkipList<P>::Promote(PutAdv* adv) {
       adv->succs[i] = next;
     }
   }
+  in->promoted.store(1, std::memory_order_release);  // the GC may unlink it
 }
 
 // Per-slot counters are written by their owner thread only; the sums are
@@ -392,18 +378,20 @@ size_t DurableSkipList<P>::NumEntries() const {
   ForEachSlot(this, [&n](const Slot& s) {
     n += s.nodes.load(std::memory_order_relaxed);
   });
-  return n;
+  size_t gone = gc_unlinked_.load(std::memory_order_relaxed);
+  return n > gone ? n - gone : 0;
 }
 
 template <class P>
 size_t DurableSkipList<P>::DramBytes() const {
   // The head and the slot pages in use, plus every index node.
-  size_t n = IndexNode::AllocSize(kMaxHeight, 0) +
-             slot_page_bytes_.load(std::memory_order_relaxed);
+  size_t n = IndexNode::AllocSize(kMaxHeight, 0) + slot_pages_.bytes() +
+             stat_pages_.bytes();
   ForEachSlot(this, [&n](const Slot& s) {
     n += s.dram_bytes.load(std::memory_order_relaxed);
   });
-  return n;
+  size_t gone = gc_freed_dram_.load(std::memory_order_relaxed);
+  return n > gone ? n - gone : 0;
 }
 
 // §5: walk the sorted persistent list, drop what was never committed, and
@@ -419,6 +407,7 @@ Status DurableSkipList<P>::Recover(RecoveryStats* stats) {
   for (auto& l : last) l = head_;
   Status alloc_status;
   Slot& slot = overflow_slot_;  // counters only; nothing runs concurrently
+  std::vector<pmem::ChunkInfo> kept;  // reclaim_space: extents of kept nodes
   Status s = WalkList(
       *region_, root_, *cmp_, nullptr,
       [&](const pmem::NvmNode* n) {
@@ -443,9 +432,13 @@ Status DurableSkipList<P>::Recover(RecoveryStats* stats) {
           alloc_status = Status::NoSpace("out of DRAM for the index");
           return WalkDecision::kKeep;
         }
+        in->promoted.store(1, std::memory_order_relaxed);
         for (int i = 0; i < h; i++) {
           last[i]->next_[i].store(in, std::memory_order_relaxed);
           last[i] = in;
+        }
+        if (options_.reclaim_space) {
+          kept.push_back({ToOffset(n), pmem::NvmNode::AllocSize(n->data_size)});
         }
         if (h > max_height_.load(std::memory_order_relaxed)) {
           max_height_.store(h, std::memory_order_relaxed);
@@ -471,6 +464,10 @@ Status DurableSkipList<P>::Recover(RecoveryStats* stats) {
     // P17: cleared after the unlinks above are durable; versions >= cut
     // will be reused by new writes.
     P::Persist(&root_->durable_cut, sizeof(root_->durable_cut));
+  }
+  if (options_.reclaim_space) {
+    // P14: what no reachable node occupies is free; nothing else is.
+    arena_.AdoptChunks(region_->ChunksOf(root_->list_id), std::move(kept));
   }
   visible_version_.store(st.max_version, std::memory_order_release);
   if (stats) *stats = st;

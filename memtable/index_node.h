@@ -2,11 +2,17 @@
 //
 // Holds a copy of the key (so traversals never read PMEM), the version that
 // mirrors the NvmNode's, and `height` successor pointers. Level 0 links are
-// written only by the combiner under its lock; higher levels by lock-free
-// CAS in the promote phase. Nodes are never unlinked while the list lives,
-// so readers need no reclamation scheme.
+// written only by the combiner (or the version GC) under the combiner lock;
+// higher levels by lock-free CAS in the promote phase and by the GC.
+// Unlinking (standalone store only, memtable/version_gc.h): the GC first
+// *marks* a node's successor pointers (low bit set), so that no CAS can link
+// a new node after it, then unlinks it; Next() strips the mark, so a reader
+// standing on an unlinked node still walks forward. Unlinked nodes are freed
+// only after every reader that may hold them is gone (memtable/reclaim.h).
+// RocksDB memtables never unlink: their pointers are never marked.
 // Memory ordering: a node is initialised, then published with a release
-// store/CAS; readers load successors with acquire.
+// store/CAS; readers load successors with acquire. `promoted` is stored with
+// release once every level is linked, read with acquire by the GC.
 #pragma once
 
 #include <atomic>
@@ -27,11 +33,27 @@ struct IndexNode {
   pmem::NvmNode* pnode;
   uint32_t key_size;
   uint16_t height;
+  // Set once Promote has linked every level (or recovery built the node):
+  // the GC unlinks only such nodes, so no level is linked after its unlink.
+  std::atomic<uint8_t> promoted;
   // Followed in memory by next_[height] and then the key bytes.
   std::atomic<IndexNode*> next_[1];
 
   IndexNode* Next(int level) const {
-    return next_[level].load(std::memory_order_acquire);
+    return Unmarked(next_[level].load(std::memory_order_acquire));
+  }
+  static bool IsMarked(const IndexNode* p) {
+    return (reinterpret_cast<uintptr_t>(p) & 1) != 0;
+  }
+  static IndexNode* Marked(IndexNode* p) {
+    return reinterpret_cast<IndexNode*>(reinterpret_cast<uintptr_t>(p) | 1);
+  }
+  static IndexNode* Unmarked(IndexNode* p) {
+    return reinterpret_cast<IndexNode*>(reinterpret_cast<uintptr_t>(p) &
+                                        ~uintptr_t{1});
+  }
+  bool Promoted() const {
+    return promoted.load(std::memory_order_acquire) != 0;
   }
   const char* key() const {
     return reinterpret_cast<const char*>(&next_[height]);
@@ -59,11 +81,30 @@ inline IndexNode* NewIndexNode(pmem::NvmNode* pnode, const char* key,
   n->pnode = pnode;
   n->key_size = key_size;
   n->height = static_cast<uint16_t>(height);
+  new (&n->promoted) std::atomic<uint8_t>(0);
   for (int i = 0; i < height; i++) {
     new (&n->next_[i]) std::atomic<IndexNode*>(nullptr);
   }
   std::memcpy(const_cast<char*>(n->key()), key, key_size);
   return n;
+}
+
+// Height of a new index node: branching factor 4 (as RocksDB's skiplists),
+// at most kMaxHeight, from a per-thread xorshift generator. Shared by the
+// durable skiplist and the benchmark baselines (tools/baselines/), which
+// must use the same generator (paper §7.2).
+inline int RandomIndexHeight() {
+  static thread_local uint64_t state =
+      0x9e3779b97f4a7c15ull ^ reinterpret_cast<uintptr_t>(&state);
+  int h = 1;
+  while (h < kMaxHeight) {
+    state ^= state << 13;
+    state ^= state >> 7;
+    state ^= state << 17;
+    if ((state & 3) != 0) break;
+    h++;
+  }
+  return h;
 }
 
 inline void DeleteIndexNode(IndexNode* n) {

@@ -45,6 +45,7 @@ NodeArena::NodeArena(pmem::Region* region, uint64_t list_id, size_t chunk_size)
       shards_(new Shard[num_shards_]) {}
 
 Status NodeArena::Allocate(size_t size, bool use_reserve, char** out) {
+  if (free_.Bytes() >= size && free_.Take(size, out)) return Status::OK();
   if (size > chunk_size_ / 4) {
     // A chunk of its own, exactly sized: a big node does not waste the rest
     // of a chunk. Small nodes never get one, reserve or not: small objects
@@ -131,12 +132,34 @@ Status NodeArena::CarveLocked(size_t want, size_t need, bool use_reserve,
   return Status::OK();
 }
 
+void NodeArena::AdoptChunks(const std::vector<pmem::ChunkInfo>& chunks,
+                            std::vector<pmem::ChunkInfo> kept) {
+  std::sort(kept.begin(), kept.end(),
+            [](const pmem::ChunkInfo& a, const pmem::ChunkInfo& b) {
+              return a.offset < b.offset;
+            });
+  auto k = kept.begin();
+  for (const pmem::ChunkInfo& c : chunks) {
+    reserved_.fetch_add(c.len, std::memory_order_relaxed);
+    carved_.fetch_add(c.len, std::memory_order_relaxed);
+    uint64_t pos = c.offset;
+    const uint64_t end = c.offset + c.len;
+    while (k != kept.end() && k->offset < end) {
+      if (k->offset > pos) free_.Add(region_->base() + pos, k->offset - pos);
+      pos = std::max(pos, k->offset + k->len);
+      ++k;
+    }
+    if (end > pos) free_.Add(region_->base() + pos, end - pos);
+  }
+}
+
 size_t NodeArena::UsedBytes() const {
   size_t carved = carved_.load(std::memory_order_relaxed);
   size_t unused = 0;
   for (int i = 0; i < num_shards_; i++) {
     unused += shards_[i].free.load(std::memory_order_relaxed);
   }
+  unused += free_.Bytes();
   return carved > unused ? carved - unused : 0;
 }
 

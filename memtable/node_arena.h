@@ -10,7 +10,13 @@
 // one partly used shard block per shard, whatever the number of writer
 // threads. A cache line never holds nodes of two threads.
 //
-// Thread safety: Allocate may be called concurrently.
+// Reuse (standalone store with version GC): Free() returns a node's bytes
+// once its unlink is durable and no reader holds it (P12, the GC's duty);
+// Allocate serves from freed bytes first (FreeExtents, best fit), and
+// AdoptChunks (recovery) frees every chunk byte no reachable node uses
+// (P14). A list that never frees pays one relaxed load per allocation.
+//
+// Thread safety: Allocate and Free may be called concurrently.
 // Persistence: chunks are pool objects created atomically naming their
 // owner list (P8, Region::NewChunk); nodes carry no state here (their
 // persistence is the skiplist's, P1-P4), so no flush or fence is issued.
@@ -21,8 +27,10 @@
 #include <cstdint>
 #include <memory>
 #include <mutex>
+#include <vector>
 
 #include "flintkv/status.h"
+#include "memtable/free_extents.h"
 #include "pmem/region.h"
 
 namespace flintkv {
@@ -38,6 +46,15 @@ class NodeArena {
   // this list. NoSpace when the region is full; use_reserve dips into the
   // space the region holds back for writes already under way.
   Status Allocate(size_t size, bool use_reserve, char** out);
+  // [p, p + size) (a node's AllocSize) may be handed out again.
+  void Free(char* p, size_t size) { free_.Add(p, size); }
+  // Recovery (before any other call): the list owns `chunks` (sorted by
+  // offset); `kept` (offset, size) are the reachable nodes. Everything else
+  // in the chunks becomes free.
+  void AdoptChunks(const std::vector<pmem::ChunkInfo>& chunks,
+                   std::vector<pmem::ChunkInfo> kept);
+  // Bytes freed and not yet reused.
+  size_t FreeBytes() const { return free_.Bytes(); }
 
   // Pool bytes held by this list's chunks.
   size_t ReservedBytes() const {
@@ -75,6 +92,7 @@ class NodeArena {
   char* chunk_end_ = nullptr;
   std::atomic<size_t> reserved_{0};  // chunk bytes
   std::atomic<size_t> carved_{0};    // bytes taken out of chunks
+  FreeExtents free_;
 };
 
 }  // namespace memtable

@@ -1,16 +1,22 @@
-// The standalone engine: flintkv::Store on one DurableSkipList in a pool.
+// The standalone engine: flintkv::Store on one DurableSkipList in a pool,
+// with its version GC (memtable/version_gc.h): every list access runs in a
+// Reclaimer guard or pin when the GC is on.
 #include "flintkv/store.h"
 
+#include <algorithm>
 #include <chrono>
 #include <condition_variable>
 #include <memory>
 #include <mutex>
 #include <new>
+#include <optional>
 #include <string>
 #include <thread>
 #include <unordered_set>
 
 #include "memtable/durable_skiplist.h"
+#include "memtable/reclaim.h"
+#include "memtable/version_gc.h"
 #include "pmem/persist.h"
 #include "pmem/pool.h"
 
@@ -26,7 +32,22 @@ void WriteBatch::Delete(std::string_view key) {
 namespace {
 
 using memtable::DurableSkipList;
+using memtable::Reclaimer;
 using List = DurableSkipList<pmem::PmemPersist>;
+using Gc = memtable::VersionGc<pmem::PmemPersist>;
+
+// A snapshot whose version the GC keeps while it lives. Holds the
+// Reclaimer, not the store, so it may outlive Close().
+class PinnedSnapshot : public Snapshot {
+ public:
+  PinnedSnapshot(uint64_t version, std::shared_ptr<Reclaimer> rec, uint64_t pin)
+      : Snapshot(version), rec_(std::move(rec)), pin_(pin) {}
+  ~PinnedSnapshot() override { rec_->RemovePin(pin_); }
+
+ private:
+  std::shared_ptr<Reclaimer> rec_;
+  uint64_t pin_;
+};
 
 // A length-prefixed key built on the stack for short keys.
 class PrefixedKey {
@@ -57,7 +78,13 @@ std::string_view UserValue(const memtable::IndexNode* n) {
 
 class StoreIterator : public Iterator {
  public:
-  StoreIterator(const List* list, uint64_t vv) : it_(list, vv) {}
+  // rec != nullptr: pin (pinned by the caller) is released on destruction.
+  StoreIterator(const List* list, uint64_t vv, std::shared_ptr<Reclaimer> rec,
+                uint64_t pin)
+      : it_(list, vv), rec_(std::move(rec)), pin_(pin) {}
+  ~StoreIterator() override {
+    if (rec_) rec_->RemovePin(pin_);
+  }
   bool Valid() const override { return it_.Valid(); }
   void SeekToFirst() override { it_.SeekToFirst(); }
   void SeekToLast() override { it_.SeekToLast(); }
@@ -80,6 +107,8 @@ class StoreIterator : public Iterator {
 
  private:
   List::Iterator it_;
+  std::shared_ptr<Reclaimer> rec_;
+  uint64_t pin_;
 };
 
 class StoreImpl : public Store {
@@ -113,6 +142,7 @@ class StoreImpl : public Store {
     if (options_.durability.group_commit) {
       lo.commit_mode = memtable::SkipListOptions::CommitMode::kGroup;
     }
+    lo.reclaim_space = options_.gc;
     list_ = std::make_unique<List>(&cmp_, pool_.get(), root, lo);
     if (existed) {
       memtable::RecoveryStats rs;
@@ -123,6 +153,15 @@ class StoreImpl : public Store {
       recovered->dropped_uncommitted = rs.dropped_uncommitted;
       recovered->rolled_back_batch = rs.rolled_back_batch;
       recovered->dropped_unpersisted = rs.dropped_unpersisted;
+    }
+    if (options_.gc) {
+      rec_ = std::make_shared<Reclaimer>(list_->visible_version_word());
+      gc_ = std::make_unique<Gc>(
+          list_.get(), rec_.get(),
+          std::max<uint32_t>(options_.gc_nodes_per_hold, 1));
+      if (options_.gc_interval_ms > 0) {
+        gc_thread_ = std::thread([this] { GcLoop(); });
+      }
     }
     return Status::OK();
   }
@@ -137,6 +176,8 @@ class StoreImpl : public Store {
     Status s = MakeNode(key, value, 0, &node);
     if (!s.ok()) return s;
     NoteWeak(wo);
+    std::optional<Reclaimer::Guard> guard;
+    if (rec_) guard.emplace(rec_.get(), false);
     return list_->Insert(node, nullptr, wo.sync);
   }
 
@@ -145,6 +186,8 @@ class StoreImpl : public Store {
     Status s = MakeNode(key, {}, pmem::kNodeTombstone, &node);
     if (!s.ok()) return s;
     NoteWeak(wo);
+    std::optional<Reclaimer::Guard> guard;
+    if (rec_) guard.emplace(rec_.get(), false);
     return list_->Insert(node, nullptr, wo.sync);
   }
 
@@ -176,13 +219,19 @@ class StoreImpl : public Store {
       if (!s.ok()) return s;
     }
     NoteWeak(wo);
+    std::optional<Reclaimer::Guard> guard;
+    if (rec_) guard.emplace(rec_.get(), false);
     return list_->InsertBatch(nodes.data(), nodes.size(), wo.sync);
   }
 
   Status Get(std::string_view key, std::string* value,
              const Snapshot* snapshot) override {
     if (!list_) return Status::InvalidArgument("store is closed");
-    uint64_t vv = snapshot ? snapshot->version() : list_->VisibleVersion();
+    std::optional<Reclaimer::Guard> guard;
+    if (rec_) guard.emplace(rec_.get(), snapshot == nullptr);
+    uint64_t vv = snapshot ? snapshot->version()
+                  : guard  ? guard->version()
+                           : list_->VisibleVersion();
     const memtable::IndexNode* n = list_->Find(PrefixedKey(key).data(), vv);
     if (!n || (n->pnode->flags & pmem::kNodeTombstone)) {
       return Status::NotFound();
@@ -192,12 +241,24 @@ class StoreImpl : public Store {
   }
 
   std::unique_ptr<Snapshot> GetSnapshot() override {
-    return std::make_unique<Snapshot>(list_ ? list_->VisibleVersion() : 0);
+    if (!list_ || !rec_) {
+      return std::make_unique<Snapshot>(list_ ? list_->VisibleVersion() : 0);
+    }
+    uint64_t v;
+    uint64_t pin = rec_->AddPin(Reclaimer::kCurrent, false, &v);
+    return std::make_unique<PinnedSnapshot>(v, rec_, pin);
   }
 
   std::unique_ptr<Iterator> NewIterator(const Snapshot* snapshot) override {
-    uint64_t vv = snapshot ? snapshot->version() : list_->VisibleVersion();
-    return std::make_unique<StoreIterator>(list_.get(), vv);
+    if (!rec_) {
+      uint64_t vv = snapshot ? snapshot->version() : list_->VisibleVersion();
+      return std::make_unique<StoreIterator>(list_.get(), vv, nullptr, 0);
+    }
+    // The pin keeps the iterator's version and every node it may reach.
+    uint64_t vv;
+    uint64_t pin = rec_->AddPin(
+        snapshot ? snapshot->version() : Reclaimer::kCurrent, true, &vv);
+    return std::make_unique<StoreIterator>(list_.get(), vv, rec_, pin);
   }
 
   StoreStats GetStats() override {
@@ -210,12 +271,36 @@ class StoreImpl : public Store {
       st.weak_writes_pending = list_->HasUnpersisted();
     }
     if (pool_) st.emulated_pmem = !pool_->is_pmem();
+    if (gc_) {
+      memtable::GcStats g = gc_->Stats();
+      st.gc_passes = g.passes;
+      st.gc_unlinked = g.unlinked;
+      st.gc_freed = g.freed;
+      st.pmem_bytes_free = list_->PmemBytesFree();
+    }
     return st;
+  }
+
+  Status GarbageCollect() override {
+    if (!list_) return Status::InvalidArgument("store is closed");
+    if (!gc_) return Status::InvalidArgument("StoreOptions::gc is off");
+    gc_->RunPass();
+    return Status::OK();
   }
 
   Status Close() override {
     StopPersister();
+    if (gc_thread_.joinable()) {
+      {
+        std::lock_guard<std::mutex> g(gc_mu_);
+        stop_ = true;
+      }
+      gc_cv_.notify_all();
+      gc_thread_.join();
+    }
     if (list_) list_->Persist();  // P16/P17: weak writes durable, cut clear
+    gc_.reset();   // frees what it retired, into the list's arena
+    rec_.reset();  // snapshots still open hold their own reference
     list_.reset();
     pool_.reset();
     return Status::OK();
@@ -247,6 +332,12 @@ class StoreImpl : public Store {
     size_t klen = memtable::VarintLength(key.size()) + key.size();
     pmem::NvmNode* node;
     s = list_->AllocateNode(klen + value.size(), &node);
+    // Pool full: collect now (the writer holds no guard here) and retry. A
+    // second pass frees what the first unlinked while readers held it.
+    for (int pass = 0; s.IsNoSpace() && gc_ && pass < kFullPoolPasses; pass++) {
+      gc_->RunPass();
+      s = list_->AllocateNode(klen + value.size(), &node);
+    }
     if (!s.ok()) return s;
     char* p = memtable::EncodeVarint32(node->data(),
                                        static_cast<uint32_t>(key.size()));
@@ -291,6 +382,30 @@ class StoreImpl : public Store {
     if (persister_.joinable()) persister_.join();
   }
 
+  // A pass walks every node, so the background thread starts one only
+  // once the writes that made garbage (an overwrite or a delete) since the
+  // previous pass reach 1/kScanRatio of the nodes: at most ~kScanRatio
+  // node visits per such write, amortised, and no pass at all while writes
+  // only add keys.
+  void GcLoop() {
+    std::unique_lock<std::mutex> lock(gc_mu_);
+    uint64_t last = 0;
+    while (!stop_) {
+      lock.unlock();
+      uint64_t v = list_->SupersededCount();
+      uint64_t due = std::max<uint64_t>(1, list_->NumEntries() / kScanRatio);
+      if (v - last >= due) {
+        gc_->RunPass();
+        last = v;
+      }
+      lock.lock();
+      gc_cv_.wait_for(lock, std::chrono::milliseconds(options_.gc_interval_ms),
+                      [this] { return stop_; });
+    }
+  }
+
+  static constexpr int kFullPoolPasses = 3;
+  static constexpr uint64_t kScanRatio = 8;
   StoreOptions options_;
   memtable::BytewiseKeyComparator cmp_;
   std::once_flag persister_once_;
@@ -300,6 +415,12 @@ class StoreImpl : public Store {
   bool stop_persister_ = false;
   std::unique_ptr<pmem::Pool> pool_;
   std::unique_ptr<List> list_;
+  std::shared_ptr<Reclaimer> rec_;  // null when the GC is off
+  std::unique_ptr<Gc> gc_;
+  std::thread gc_thread_;
+  std::mutex gc_mu_;
+  std::condition_variable gc_cv_;
+  bool stop_ = false;  // under gc_mu_
 };
 
 }  // namespace

@@ -10,7 +10,7 @@
 // Every persistent pointer is a byte offset from the pool base (0 = null), so
 // a pool may map at a different address next time.
 //
-// Invariants (cited in code as P1..P11: P1-P7 from DESIGN.md, P8-P11 ours,
+// Invariants (cited in code as P1..P14: P1-P7 from DESIGN.md, P8-P14 ours,
 // all listed in docs/nvm_layout.md):
 //  - P8 a pool object (list, chunk, root) is enumerable only once fully
 //    initialised: built in a libpmemobj constructor and published
@@ -24,6 +24,19 @@
 //    of a list is durable before the first copy is written, so a later
 //    recovery recognises copies that reached SST (flushed or ingested) and
 //    never replays twice.
+//  - P12 (version GC, standalone store) a node's bytes are reused only
+//    after the pointer that unlinked it is durable (flush + fence before
+//    the node is retired): no durable pointer reachable from the head ever
+//    leads to reused bytes. The unlink is one 8-byte store, so a crash
+//    shows the list before or after it, both valid.
+//  - P13 (version GC) the GC unlinks only a key's versions older than the
+//    newest one at or below its horizon (<= the durable version), and that
+//    one only if it is a tombstone: every acknowledged latest value stays
+//    reachable; no node is linked after an unlinked one (marked pointers).
+//  - P14 free space is never persisted: recovery derives it as the bytes of
+//    the list's chunks that no reachable node occupies, so no crash leaves
+//    free-space metadata that disagrees with the list.
+//  Details: memtable/version_gc.h, docs/gc.md.
 //  - P15 (group commit) one fence per combining pass covers every version
 //    and predecessor pointer the pass wrote; visible_version and the
 //    waiters' release come after it (memtable/durable_skiplist.h).

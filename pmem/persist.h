@@ -37,9 +37,13 @@ enum class Fault {
   kNoMaxRule,              // recovery keeps version-MAX nodes (single fence
                            // optimisation without its recovery rule)
   kPublishBeforeGroupFence,  // group pass: visible + release before P15 fence
-  kCutBeforeDrain,  // weak drain: cut cleared under the same fence as the
-                    // re-flushed words (P16 ordering fence missing)
-  kNoCutRule,       // recovery ignores durable_cut (P17)
+  kCutBeforeDrain,        // weak drain: cut cleared under the same fence as the
+                          // re-flushed words (P16 ordering fence missing)
+  kNoCutRule,             // recovery ignores durable_cut (P17)
+  kGcUnlinkNotPersisted,  // version GC: a node's space is reused before its
+                          // unlink is durable (no flush/fence)       (P12)
+  kGcNoWeakDrain,         // version GC unlinks while weak writes are not yet
+                   // durable (no drain first)                     (P12+P16)
 };
 
 namespace internal {

@@ -26,11 +26,6 @@
 namespace flintkv {
 namespace pmem {
 
-struct ChunkInfo {
-  uint64_t offset;  // of the first usable byte (after ChunkHeader)
-  uint64_t len;     // usable bytes
-};
-
 class Pool : public Region {
  public:
   // Creates (if allowed and missing) or opens the pool at options.path.
@@ -52,7 +47,7 @@ class Pool : public Region {
   // All lists in the pool, in list_id order.
   std::vector<ListRoot*> Lists() const;
   // Chunks owned by list_id, sorted by offset.
-  std::vector<ChunkInfo> ChunksOf(uint64_t list_id) const;
+  std::vector<ChunkInfo> ChunksOf(uint64_t list_id) const override;
   // Persists a state transition of the list (P6: Retired is durable before
   // any space is freed).
   void SetListState(ListRoot* list, ListState state);

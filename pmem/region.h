@@ -8,6 +8,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <vector>
 
 #include "flintkv/status.h"
 
@@ -19,6 +20,11 @@ enum class ChunkFit {
   kAtLeast,  // max(the region's chunk size, min_len)
   kExact,    // min_len, rounded up only to what the region would allocate
              // anyway (a Pool: a normal chunk, or whole 256 KiB units)
+};
+
+struct ChunkInfo {
+  uint64_t offset;  // of the first usable byte (after ChunkHeader)
+  uint64_t len;     // usable bytes
 };
 
 class Region {
@@ -33,6 +39,9 @@ class Region {
   // in-flight writes.
   virtual Status NewChunk(uint64_t list_id, size_t min_len, ChunkFit fit,
                           bool use_reserve, char** begin, size_t* len) = 0;
+
+  // Chunks owned by list_id, sorted by offset (recovery of free space, P14).
+  virtual std::vector<ChunkInfo> ChunksOf(uint64_t list_id) const = 0;
 
   uint64_t ToOffset(const void* p) const {
     return p ? static_cast<uint64_t>(static_cast<const char*>(p) - base_) : 0;

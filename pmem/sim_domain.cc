@@ -113,6 +113,12 @@ std::vector<SimRegion::Chunk> SimRegion::Chunks() const {
   return out;
 }
 
+std::vector<ChunkInfo> SimRegion::ChunksOf(uint64_t) const {
+  std::vector<ChunkInfo> out;
+  for (const Chunk& c : Chunks()) out.push_back({c.offset, c.len});
+  return out;
+}
+
 Status SimRegion::NewChunk(uint64_t list_id, size_t min_len, ChunkFit fit,
                            bool use_reserve, char** begin, size_t* len) {
   uint64_t usable = AlignUp64(fit == ChunkFit::kExact
@@ -298,10 +304,13 @@ void SimDomain::Atomically(
       continue;
     }
     std::memcpy(durable_.data() + r.first, region_->base() + r.first, r.second);
+    // Lines wholly inside the range now hold current content: newer than
+    // any pending flush of them. A partly covered line keeps its seq (a
+    // pending flush of its other bytes may still be newer).
     uint64_t seq = ++flush_seq_;
-    for (uint64_t off = r.first & ~uint64_t{kCacheLine - 1};
-         off < r.first + r.second; off += kCacheLine) {
-      durable_seq_[off] = seq;
+    for (uint64_t l = AlignUp64(r.first); l + kCacheLine <= r.first + r.second;
+         l += kCacheLine) {
+      durable_seq_[l] = seq;
     }
   }
 }
@@ -411,6 +420,10 @@ const char* FaultName(Fault f) {
       return "kCutBeforeDrain";
     case Fault::kNoCutRule:
       return "kNoCutRule";
+    case Fault::kGcUnlinkNotPersisted:
+      return "kGcUnlinkNotPersisted";
+    case Fault::kGcNoWeakDrain:
+      return "kGcNoWeakDrain";
   }
   return "?";
 }

@@ -90,6 +90,8 @@ class SimRegion : public Region {
   };
   // Chunks in offset order (parsed from the headers; stops at a bad one).
   std::vector<Chunk> Chunks() const;
+  // The region holds one list: every chunk.
+  std::vector<ChunkInfo> ChunksOf(uint64_t list_id) const override;
 
   void set_domain(SimDomain* d) { domain_ = d; }
 

@@ -56,6 +56,8 @@ while [ $# -gt 0 ]; do
   shift
 done
 
+# shellcheck source=scripts/rocksdb_source.sh
+. "$ROOT/scripts/rocksdb_source.sh"
 T0=$(date +%s)
 log() { echo "[peer $(( $(date +%s) - T0 ))s] $*"; }
 die() { echo "rocksdb_peer_tests: FAIL: $*" >&2; exit 1; }
@@ -74,31 +76,9 @@ ensure_source() {
   local want
   want=$(sha256sum "$PATCH" | cut -d' ' -f1)
   if [ -f "$stamp" ] && [ "$(cat "$stamp")" = "$want" ]; then return; fi
-  mkdir -p "$CACHE"
-  local dsc
-  dsc=$(ls "$CACHE"/rocksdb_7.8.3-*.dsc 2>/dev/null | head -1 || true)
-  if [ -z "$dsc" ]; then
-    log "fetching Debian's rocksdb 7.8.3 source package"
-    command -v dpkg-source >/dev/null || apt-get install -y -qq dpkg-dev >/dev/null
-    if ! apt-cache showsrc rocksdb 2>/dev/null | grep -q '^Version: 7\.8\.3'; then
-      # Mirror the configured Debian binary sources as deb-src.
-      if [ -f /etc/apt/sources.list.d/debian.sources ]; then
-        sed 's/^Types: deb$/Types: deb-src/' /etc/apt/sources.list.d/debian.sources \
-          >/etc/apt/sources.list.d/flintkv-deb-src.sources
-      else
-        grep -h '^deb ' /etc/apt/sources.list 2>/dev/null | sed 's/^deb /deb-src /' \
-          >/etc/apt/sources.list.d/flintkv-deb-src.list
-      fi
-      apt-get update -qq >/dev/null
-    fi
-    (cd "$CACHE" && apt-get source -qq rocksdb=7.8.3-2 >/dev/null 2>&1 ||
-       apt-get source -qq rocksdb >/dev/null 2>&1) || die "apt-get source rocksdb failed"
-    dsc=$(ls "$CACHE"/rocksdb_7.8.3-*.dsc 2>/dev/null | head -1 || true)
-    [ -n "$dsc" ] || die "Debian's source package is not rocksdb 7.8.3"
-  fi
   # A fresh tree from the cached .dsc (no network), then our test hook.
-  rm -rf "$SRC" "$OUT"
-  (cd "$CACHE" && dpkg-source -x "$(basename "$dsc")" rocksdb-7.8.3 >/dev/null)
+  rm -rf "$OUT"
+  rocksdb_source_extract "$CACHE" "$SRC" || die "no rocksdb 7.8.3 source"
   (cd "$SRC" && patch -p1 -s <"$PATCH") || die "patch does not apply: $PATCH"
   echo "$want" >"$stamp"
 }
@@ -341,6 +321,9 @@ stress_mode() {  # rep mode
   log "db_stress $mode $rep: $result ($note)"
   if [ "$result" = FAIL ]; then tail -n 30 "$d/out" | sed 's/^/    /'; fi
   record stress "$mode" "$rep" "$result|$note"
+  # A pool on tmpfs holds pool_size of RAM: eight modes' pools kept until
+  # the end filled a 24 GiB machine. Drop it also with --keep.
+  rm -rf "$d/pool"
 }
 
 # ---------------------------------------------------------------- unit tests

@@ -37,6 +37,11 @@ build build
 echo "=== valgrind (memcheck) on the Release build: label 'valgrind'"
 (cd build && ctest --output-on-failure -j"$JOBS" --timeout 900 -L valgrind \
    --no-tests=error)
+# The paper's figures in quick mode (~2 min): every stage runs and every
+# benchmark run verifies; output in build/paper_figures_quick/ (full mode by
+# hand writes docs/results/, see docs/results/paper_figures.md).
+echo "=== paper figures, quick mode"
+/usr/bin/python3 scripts/paper_figures.py --quick --build build
 
 if [ "$SANITIZERS" = 1 ]; then
   echo "=== ASAN+UBSAN build: all tests except those labelled 'slow'"

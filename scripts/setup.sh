@@ -5,7 +5,8 @@ PKGS=(build-essential cmake pkg-config git python3
       librocksdb-dev rocksdb-tools
       libpmem-dev libpmemobj-dev pmdk-tools
       libgflags-dev libgtest-dev libjemalloc-dev libbenchmark-dev
-      clang-format valgrind)
+      clang-format valgrind
+      python3-matplotlib)  # plots of scripts/paper_figures.py
 missing=()
 for p in "${PKGS[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" \

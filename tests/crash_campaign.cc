@@ -19,6 +19,8 @@
 #include "memtable/durable_skiplist.h"
 #include "memtable/key_comparator.h"
 #include "memtable/list_walk.h"
+#include "memtable/reclaim.h"
+#include "memtable/version_gc.h"
 #include "pmem/sim_domain.h"
 #include "tests/crash_model.h"
 
@@ -27,6 +29,7 @@ namespace crashsim {
 namespace {
 
 using List = memtable::DurableSkipList<pmem::SimPersist>;
+using Gc = memtable::VersionGc<pmem::SimPersist>;
 
 constexpr uint64_t kChunkSize = 16 << 10;
 
@@ -164,6 +167,7 @@ class Checker {
     }
     memtable::SkipListOptions lo;
     lo.chunk_size = 4096;
+    lo.reclaim_space = o_.gc_every > 0;
     List list(&cmp_, &r, r.root(), lo);
     memtable::RecoveryStats rs;
     Status s = list.Recover(&rs);
@@ -270,6 +274,8 @@ std::string CampaignResult::Summary() const {
      << ") failures=" << failures;
   for (const auto& kv : failed_rules)
     os << " [" << kv.first << ":" << kv.second << "]";
+  if (gc_unlinked)
+    os << " gc_unlinked=" << gc_unlinked << " gc_freed=" << gc_freed;
   return os.str();
 }
 
@@ -326,7 +332,12 @@ CampaignResult RunCampaign(const CampaignOptions& o) {
   lo.chunk_size = kChunkSize;
   if (o.group_commit)
     lo.commit_mode = memtable::SkipListOptions::CommitMode::kGroup;
+  lo.reclaim_space = o.gc_every > 0;
   auto list = std::make_unique<List>(&cmp, &region, region.root(), lo);
+  memtable::Reclaimer reclaimer(list->visible_version_word());
+  // A few nodes per lock hold: more GC fences, more crash points.
+  auto gc = o.gc_every > 0 ? std::make_unique<Gc>(list.get(), &reclaimer, 8)
+                           : nullptr;
 
   std::vector<std::atomic<uint64_t>> acked(o.threads);
   for (auto& a : acked) a.store(0);
@@ -347,6 +358,7 @@ CampaignResult RunCampaign(const CampaignOptions& o) {
     e.ops = &ops;
     e.versions = &versions;
     e.weak = weak;
+    e.gc = o.gc_every > 0;
     for (auto& a : acked) e.acked.push_back(a.load(std::memory_order_acquire));
     {
       std::lock_guard<std::mutex> g(floor_mu);
@@ -406,7 +418,9 @@ CampaignResult RunCampaign(const CampaignOptions& o) {
           round_waited.store(false);
         });
       }
+      if (o.threads == 1 && gc && i % o.gc_every == 0) gc->RunPass();
       const Op& op = ops[t][i];
+      memtable::Reclaimer::Guard guard(&reclaimer, false);
       Status s = Execute(list.get(), op);
       if (!s.ok()) {
         std::lock_guard<std::mutex> g(error_mu);
@@ -437,10 +451,29 @@ CampaignResult RunCampaign(const CampaignOptions& o) {
   };
   if (o.threads == 1) {
     worker(0);
+    if (gc) gc->RunPass();
   } else {
+    std::atomic<int> running{o.threads};
+    std::thread collector;
+    if (gc) {
+      collector = std::thread([&] {
+        pmem::SimDomain::ScopedThreadOverride scope(&dom);
+        while (running.load() > 0) {
+          gc->RunPass();
+          std::this_thread::yield();
+        }
+        gc->RunPass();
+      });
+    }
     std::vector<std::thread> th;
-    for (int t = 0; t < o.threads; t++) th.emplace_back(worker, t);
+    for (int t = 0; t < o.threads; t++) {
+      th.emplace_back([&, t] {
+        worker(t);
+        running.fetch_sub(1);
+      });
+    }
     for (auto& x : th) x.join();
+    if (collector.joinable()) collector.join();
   }
   dom.set_fence_hook(nullptr);
   dom.set_pass_hook(nullptr);
@@ -462,6 +495,11 @@ CampaignResult RunCampaign(const CampaignOptions& o) {
     pmem::CrashState fin = dom.Capture("end");
     Expectation e = expect_now(&fin);
     checker.ExploreState(fin, e, "final", 0);
+  }
+  if (gc) {
+    res.gc_unlinked = gc->Stats().unlinked;
+    res.gc_freed = gc->Stats().freed;
+    gc.reset();  // frees what it retired into the list's arena
   }
   list.reset();
   pmem::SimDomain::SetGlobal(nullptr);

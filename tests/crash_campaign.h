@@ -16,6 +16,12 @@
 //    Get, and keep the list sorted.
 // The workload model and the state rules are in tests/crash_model.h (with
 // weak ops: a prefix of the commit order and the Persist() guarantee).
+// With gc_every, the same checks hold while the GC unlinks and reuses
+// versions (it never removes a key's newest version unless a tombstone),
+// and the campaign reports how many nodes the GC unlinked and freed.
+// Keys are "k<j>.t<thread>", so threads' keys interleave in the list (the
+// combiner links neighbours of other threads) while each thread's history
+// stays sequential.
 #pragma once
 
 #include <cstdint>
@@ -65,6 +71,12 @@ struct CampaignOptions {
   // serves several advertisements (deterministic multi-advertisement
   // passes). Crash states are then checked at every fence, inline.
   bool lockstep = false;
+  // Version GC (memtable/version_gc.h) with space reuse: single-threaded, a
+  // pass on the worker after every gc_every ops (its fences are crash
+  // points like any other); multi-threaded, a GC thread running passes
+  // while the workers run. 0: no GC. Recovered lists then also rebuild
+  // their free space (P14) before the post-recovery writes.
+  int gc_every = 0;
 };
 
 struct CampaignResult {
@@ -74,10 +86,11 @@ struct CampaignResult {
   uint64_t failures = 0;         // images that failed a check
   std::map<std::string, uint64_t> failed_rules;  // rule -> count
   std::vector<std::string> messages;             // first few failures
-  uint64_t fences = 0;      // fences executed by the workload
-  uint64_t passes = 0;      // combining passes (WriteStats)
-  uint64_t ads_served = 0;  // advertisements they served
-  uint64_t persists = 0;    // Persist() calls of the workload
+  uint64_t fences = 0;                     // fences executed by the workload
+  uint64_t passes = 0;                     // combining passes (WriteStats)
+  uint64_t ads_served = 0;                 // advertisements they served
+  uint64_t persists = 0;                   // Persist() calls of the workload
+  uint64_t gc_unlinked = 0, gc_freed = 0;  // gc_every > 0
   std::string Summary() const;
 };
 

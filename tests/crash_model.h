@@ -82,6 +82,7 @@ struct Expectation {
   std::vector<uint64_t> acked;  // ops returned per thread
   std::vector<uint64_t> floor;  // ops made durable by a completed Persist()
   bool weak = false;            // the campaign issues weak ops
+  bool gc = false;  // the version GC may have unlinked the newest version
   // Strong campaigns: visible_version and the visible state at the crash.
   bool have_visible = false;
   uint64_t visible_version = 0;

@@ -11,6 +11,9 @@
 //    per-put, and weak durability (P16/P17) with Persist() calls.
 //  - Weak*: a mix of weak (sync=false) and strong ops, checked for a prefix
 //    of the commit order and the Persist() guarantee (tests/crash_model.h).
+//  - WithGc{SingleThreaded,MultiThreaded}: the same with the version GC
+//    unlinking and reusing versions (a pass every few ops on the worker,
+//    or a GC thread): every GC fence is a crash point too.
 // Prints the number of crash states explored. FLINTKV_LONG_TESTS=1 runs the
 // long campaign (more ops, more seeds, more random subsets).
 #include <gtest/gtest.h>
@@ -250,6 +253,102 @@ TEST_F(CrashSimTest, WeakAndGroupMultiThreaded) {
       EXPECT_EQ(r.failures, 0u) << r.Summary();
       EXPECT_GT(r.crash_points, 1u);
     }
+  }
+}
+
+TEST_F(CrashSimTest, WithGcSingleThreadedEveryFence) {
+  const bool long_mode = test::LongMode();
+  uint64_t states = 0, unlinked = 0, freed = 0;
+  for (int seed = 1; seed <= (long_mode ? 8 : 2); seed++) {
+    CampaignOptions o;
+    o.threads = 1;
+    o.seed = 200 + seed;
+    o.ops_per_thread = long_mode ? 300 : test::Scaled(120, 4, 2);
+    o.keys_per_thread = 6;  // many versions per key: much garbage
+    o.random_subsets = long_mode ? 8 : 3;
+    o.gc_every = 3;
+    auto t0 = std::chrono::steady_clock::now();
+    CampaignResult r = RunCampaign(o);
+    Report(("gc single-threaded seed " + std::to_string(seed)).c_str(), r,
+           std::chrono::duration<double>(std::chrono::steady_clock::now() - t0)
+               .count());
+    EXPECT_EQ(r.failures, 0u) << r.Summary();
+    EXPECT_EQ(r.crash_points, r.fences + 1);
+    EXPECT_GT(r.gc_unlinked, 0u);
+    EXPECT_GT(r.gc_freed, 0u);
+    states += r.states;
+    unlinked += r.gc_unlinked;
+    freed += r.gc_freed;
+  }
+  std::printf(
+      "[crash-sim] gc single-threaded: %llu states, %llu nodes unlinked, "
+      "%llu freed\n",
+      static_cast<unsigned long long>(states),
+      static_cast<unsigned long long>(unlinked),
+      static_cast<unsigned long long>(freed));
+}
+
+// Weak writes with the version GC (P12 with P16/P17): every fence of the
+// workload and of the GC is a crash point; the recovered state must be a
+// prefix of the commit order even though the GC unlinks versions.
+TEST_F(CrashSimTest, WithGcWeakSingleThreadedEveryFence) {
+  for (int seed = 1; seed <= (test::LongMode() ? 6 : 2); seed++) {
+    CampaignOptions o;
+    o.seed = 500 + seed;
+    o.ops_per_thread = test::LongMode() ? 300 : test::Scaled(120, 4, 2);
+    o.keys_per_thread = 6;
+    o.gc_every = 3;
+    o.weak_fraction = seed % 2 ? 0.7 : 0.4;
+    o.persist_every = 5 + seed;
+    o.group_commit = seed % 2 == 0;
+    CampaignResult r =
+        RunTimed("gc + weak single-threaded seed " + std::to_string(seed), o);
+    EXPECT_EQ(r.failures, 0u) << r.Summary();
+    EXPECT_EQ(r.crash_points, r.fences + 1);
+    EXPECT_GT(r.gc_unlinked, 0u);
+  }
+}
+
+TEST_F(CrashSimTest, WithGcWeakMultiThreaded) {
+  const int runs = test::LongMode() ? 12 : 2;
+  for (int run = 1; run <= runs; run++) {
+    CampaignOptions o;
+    o.threads = 3;  // plus the GC thread
+    o.seed = 600 + run;
+    o.ops_per_thread = test::LongMode() ? 400 : test::Scaled(150, 3, 2);
+    o.keys_per_thread = 6;
+    o.capture_probability = test::LongMode() ? 0.1 : 0.06;
+    o.gc_every = 1;
+    o.weak_fraction = 0.6;
+    o.persist_every = 9;
+    o.group_commit = run % 2 == 0;
+    CampaignResult r =
+        RunTimed("gc + weak multi-threaded run " + std::to_string(run), o);
+    EXPECT_EQ(r.failures, 0u) << r.Summary();
+    EXPECT_GT(r.crash_points, 1u);
+  }
+}
+
+TEST_F(CrashSimTest, WithGcMultiThreaded) {
+  const bool long_mode = test::LongMode();
+  const int runs = long_mode ? 12 : (FLINTKV_TEST_TSAN ? 1 : 3);
+  for (int run = 1; run <= runs; run++) {
+    CampaignOptions o;
+    o.threads = 3;  // plus the GC thread
+    o.seed = 300 + run;
+    o.ops_per_thread = long_mode ? 400 : test::Scaled(150, 3, 2);
+    o.keys_per_thread = 6;
+    o.capture_probability = long_mode ? 0.1 : 0.06;
+    o.random_subsets = long_mode ? 6 : 3;
+    o.gc_every = 1;
+    auto t0 = std::chrono::steady_clock::now();
+    CampaignResult r = RunCampaign(o);
+    Report(("gc multi-threaded run " + std::to_string(run)).c_str(), r,
+           std::chrono::duration<double>(std::chrono::steady_clock::now() - t0)
+               .count());
+    EXPECT_EQ(r.failures, 0u) << r.Summary();
+    EXPECT_GT(r.crash_points, 1u);
+    EXPECT_GT(r.gc_unlinked, 0u);
   }
 }
 

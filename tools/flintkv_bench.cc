@@ -60,6 +60,7 @@
 #include "memtable/thread_id.h"
 #include "pmem/persist.h"
 #include "pmem/pool.h"
+#include "tools/baselines/baseline_bench.h"
 
 DEFINE_string(num, "1000000",
               "Total operations (keys) per run; a comma-separated list runs "
@@ -71,7 +72,11 @@ DEFINE_int32(value_size, 64, "Value bytes");
 DEFINE_string(key_format, "decimal",
               "decimal: zero-padded decimal digits; bytes: random bytes");
 DEFINE_string(pool_dir, "/dev/shm", "Directory for the pool files");
-DEFINE_string(impl, "all", "flintkv|volatile|globallock|all");
+DEFINE_string(impl, "all",
+              "flintkv|volatile|globallock|listdb|pmemrocksdb|all, or a "
+              "comma-separated list (all = the first three; the paper's "
+              "baselines listdb and pmemrocksdb: tools/baselines/, "
+              "docs/baselines.md)");
 DEFINE_int32(repeats, 3, "Runs per configuration; the median is reported");
 DEFINE_string(latency_model, "off",
               "off|optane: extra ns per flushed line and per fence "
@@ -531,6 +536,34 @@ double Median(std::vector<double> v) {
 }
 
 RunResult RunImpl(const Config& c, int run_id) {
+  if (IsBaseline(c.impl)) {
+    BaselineConfig bc;
+    bc.impl = c.impl;
+    bc.num = c.num;
+    bc.threads = c.threads;
+    bc.key_size = static_cast<size_t>(FLAGS_key_size);
+    bc.value_size = static_cast<size_t>(FLAGS_value_size);
+    bc.batch_size = FLAGS_batch_size;
+    bc.pool_path = FLAGS_pool_dir + "/flintkv_bench_" +
+                   std::to_string(getpid()) + "_" + std::to_string(run_id) +
+                   ".pool";
+    bc.chunk_size = FLAGS_chunk_size;
+    bc.full_verify = FLAGS_verify == "full";
+    bc.verify_samples = FLAGS_verify_samples;
+    bc.make_key = MakeKey;
+    bc.info_log = [](const std::string& m) {
+      if (g_pool_notice.empty()) g_pool_notice = m;
+    };
+    BaselineResult br;
+    Check(RunBaseline(bc, &br), c.impl + " run");
+    RunResult r;
+    r.seconds = br.seconds;
+    r.ops_per_sec = br.ops_per_sec;
+    r.p50_us = br.p50_us;
+    r.p99_us = br.p99_us;
+    r.cpus = br.cpus;
+    return r;
+  }
   SkipListOptions lo;
   if (c.impl == "flintkv" || c.impl == "flintkv-weak") {
     return RunOnce<pmem::PmemPersist>(c.impl, lo, c.impl == "flintkv-weak",
@@ -630,11 +663,18 @@ int Main(int argc, char** argv) {
   std::vector<std::string> impls;
   if (FLAGS_impl == "all") {
     impls = {"flintkv", "volatile", "globallock"};
-  } else if (FLAGS_impl == "flintkv" || FLAGS_impl == "volatile" ||
-             FLAGS_impl == "globallock") {
-    impls = {FLAGS_impl};
   } else {
-    Die("--impl must be flintkv, volatile, globallock or all");
+    std::stringstream ss(FLAGS_impl);
+    std::string item;
+    while (std::getline(ss, item, ',')) {
+      if (item != "flintkv" && item != "volatile" && item != "globallock" &&
+          !IsBaseline(item)) {
+        Die("--impl must be flintkv, volatile, globallock, listdb, "
+            "pmemrocksdb (or a comma-separated list of them) or all");
+      }
+      impls.push_back(item);
+    }
+    if (impls.empty()) Die("--impl is empty");
   }
   impls = ExpandDurability(impls);
   std::vector<uint64_t> nums = ParseList(FLAGS_num, "num");

@@ -58,6 +58,20 @@ struct StoreOptions {
   PoolOptions pool;
   size_t max_key_size = 64 << 10;    // bytes
   size_t max_value_size = 64 << 20;  // bytes
+  // Version garbage collection (docs/gc.md): versions hidden by a newer
+  // version of their key and older than every open snapshot, iterator and
+  // running read (and tombstones with nothing left to hide) are unlinked
+  // durably and their PMEM and DRAM reused. Off: every version is kept
+  // until the pool is full (reads then skip no GC bookkeeping).
+  bool gc = true;
+  // A background thread checks every gc_interval_ms and runs a pass when
+  // the overwrites and deletes since its previous pass reach 1/8 of the
+  // store's nodes (a pass walks them all); 0: no thread (passes run from
+  // Store::GarbageCollect() and when a write finds the pool full).
+  uint32_t gc_interval_ms = 10;
+  // Level-0 nodes a pass examines per hold of the writers' combiner lock:
+  // bounds how long a writer waits for the GC.
+  uint32_t gc_nodes_per_hold = 256;
   DurabilityOptions durability;
 };
 

@@ -18,6 +18,14 @@
 //    completed Persist() is inside that prefix.
 // Visibility: a WriteBatch becomes visible atomically; a Snapshot (and any
 // Iterator) observes one point in time, forward and backward.
+// Space (StoreOptions::gc, docs/gc.md): versions that no open Snapshot,
+// Iterator or running read can see (hidden by a newer version of their key
+// at or below the oldest of those; tombstones with nothing left to hide)
+// are unlinked durably and their PMEM and DRAM reused, so a store that
+// overwrites a fixed key set stays within a fixed pool. The latest value of
+// every key is never collected. An open Snapshot or Iterator keeps the
+// versions it sees; an open Iterator also delays the reuse (not the
+// unlinking) of nodes unlinked after it was created: release them.
 // Errors: every call returns Status; nothing throws.
 #pragma once
 
@@ -52,11 +60,14 @@ class WriteBatch {
   std::vector<Op> ops_;
 };
 
-// A point in time. Cheap: holds a version number; release is a no-op beyond
-// freeing the handle (versions are never garbage-collected while open).
+// A point in time. Cheap: a version number, registered with the GC while
+// the handle lives (its versions are not collected); destroying it
+// releases them. Use snapshots from Store::GetSnapshot: one built from a
+// bare version number protects nothing.
 class Snapshot {
  public:
   explicit Snapshot(uint64_t version) : version_(version) {}
+  virtual ~Snapshot() = default;
   uint64_t version() const { return version_; }
 
  private:
@@ -91,6 +102,11 @@ struct StoreStats {
   // Weak writes may be waiting for Persist (or the background bound).
   bool weak_writes_pending = false;
   bool emulated_pmem = true;
+  // Version GC (zero when off).
+  uint64_t gc_passes = 0;
+  uint64_t gc_unlinked = 0;      // versions unlinked (durably)
+  uint64_t gc_freed = 0;         // of which reused or reusable
+  uint64_t pmem_bytes_free = 0;  // of pmem_bytes_reserved, free for reuse
 };
 
 class Store {
@@ -123,8 +139,12 @@ class Store {
   virtual std::unique_ptr<Iterator> NewIterator(
       const Snapshot* snapshot = nullptr) = 0;
   virtual StoreStats GetStats() = 0;
+  // Runs one full GC pass now (also while the background thread runs) and
+  // frees what no reader holds. InvalidArgument if StoreOptions::gc is off.
+  virtual Status GarbageCollect() = 0;
   // Makes pending weak writes durable (Persist), stops the background
-  // persistence thread, releases the pool. Also done by the destructor.
+  // persistence and GC threads, releases the pool. Also done by the
+  // destructor.
   virtual Status Close() = 0;
 };
 

@@ -6,7 +6,9 @@
 // Registration: RocksDB calls flintkv_register (flintkv_FUNC) for its
 // builtin plugin library; FLINTKV_NO_STATIC_REGISTRAR drops the load-time
 // registration that the LD_PRELOAD build uses.
+#include "memtable/free_extents.cc"
 #include "memtable/index_alloc.cc"
+#include "memtable/node_arena.cc"
 #include "memtable/rocksdb/flintkv_factory.cc"
 #include "memtable/rocksdb/flintkv_rep.cc"
 #include "memtable/rocksdb/iterator_cache.cc"
