@@ -762,13 +762,29 @@ int Main(int argc, char** argv) {
   for (int r = 0; r < FLAGS_repeats; r++) {
     for (const Config& c : configs) {
       RunResult res = RunImpl(c, run_id++);
+      // Write-path counters (issue 9.4) as name=value fields, for
+      // scripts/paper_figures.py; only FlintKV's lists keep them.
+      std::string counters;
+      const memtable::WriteStats& w = res.stats;
+      if (w.ops > 0) {
+        double ops = static_cast<double>(w.ops);
+        char buf[200];
+        std::snprintf(buf, sizeof(buf),
+                      "  fences/put=%.3f ads/pass=%.2f critical_ns/put=%.0f "
+                      "retries/put=%.4f",
+                      w.fences / ops,
+                      w.passes ? static_cast<double>(w.ads_served) / w.passes
+                               : 0.0,
+                      w.critical_ns / ops, w.retries / ops);
+        counters = buf;
+      }
       std::fprintf(stderr,
                    "run %d/%d %-10s threads=%-3d num=%-8" PRIu64
                    " %9.0f ops/s  p50 %7.2f us  p99 %8.2f us  cpus %.2f"
-                   "  (%.2f s)\n",
+                   "  (%.2f s)%s\n",
                    r + 1, FLAGS_repeats, c.impl.c_str(), c.threads, c.num,
                    res.ops_per_sec, res.p50_us, res.p99_us, res.cpus,
-                   res.seconds);
+                   res.seconds, counters.c_str());
       results[{c.impl, c.threads, c.num}].push_back(res);
     }
   }
