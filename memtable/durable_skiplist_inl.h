@@ -119,20 +119,25 @@ void DurableSkipList<P>::SealNode(pmem::NvmNode* node, uint32_t key_size,
 
 // Location-independent part of PREPARE (Alg. 1 lines 15-20), done once per
 // operation before the first locate so that locate compares DRAM keys.
+// The index node copies the key before the node is flushed: on some CPUs
+// (this project's AMD EPYC test machine) any load or store to a line whose
+// CLWB is still in flight waits for the write-back, ~300 ns
+// (docs/results/listdb_gap.md), so nothing here touches the node after its
+// flush.
 template <class P>
 Status DurableSkipList<P>::PrepareOnce(pmem::NvmNode* node, IndexNode** inode,
                                        Slot* slot) {
+  int height = HeightFor(node->data(), node->key_size);
+  *inode = NewIndexNode(node, node->data(), node->key_size, height,
+                        pmem::kUncommittedVersion);
+  if (!*inode) return Status::NoSpace("out of DRAM for the index");
   node->version = pmem::kUncommittedVersion;
   node->next = 0;
   if (!P::Faulty(pmem::Fault::kNoNodeFlush)) {
     // P1: body flushed now, fenced by Prepare's PERSIST_RANGE.
     P::Flush(node, sizeof(pmem::NvmNode) + node->data_size);
   }
-  int height = HeightFor(node->data(), node->key_size);
-  *inode = NewIndexNode(node, node->data(), node->key_size, height,
-                        pmem::kUncommittedVersion);
-  if (!*inode) return Status::NoSpace("out of DRAM for the index");
-  slot->Count(IndexNode::AllocSize(height, node->key_size));
+  slot->Count(IndexNode::AllocSize(height, (*inode)->key_size));
   int mh = max_height_.load(std::memory_order_relaxed);
   while (height > mh && !max_height_.compare_exchange_weak(
                             mh, height, std::memory_order_relaxed)) {
