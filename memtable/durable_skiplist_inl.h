@@ -6,6 +6,7 @@
 #include <sched.h>
 
 #include <algorithm>
+#include <cstddef>
 #include <cstring>
 
 #include "memtable/list_walk.h"
@@ -134,8 +135,16 @@ Status DurableSkipList<P>::PrepareOnce(pmem::NvmNode* node, IndexNode** inode,
   node->version = pmem::kUncommittedVersion;
   node->next = 0;
   if (!P::Faulty(pmem::Fault::kNoNodeFlush)) {
-    // P1: body flushed now, fenced by Prepare's PERSIST_RANGE.
-    P::Flush(node, sizeof(pmem::NvmNode) + node->data_size);
+    // P1: the node's lines after its first, flushed now (their write-back
+    // overlaps locate) and fenced by Prepare's PERSIST_RANGE. The first line
+    // (next, version, the rest of the header) is flushed by that
+    // PERSIST_RANGE itself, after next is written: flushing it here too
+    // would cost a second write-back, and Prepare's store to next would
+    // wait for the first.
+    const uintptr_t begin = reinterpret_cast<uintptr_t>(node);
+    const uintptr_t end = begin + sizeof(pmem::NvmNode) + node->data_size;
+    const uintptr_t rest = (begin | (pmem::kCacheLine - 1)) + 1;
+    if (end > rest) P::Flush(reinterpret_cast<const void*>(rest), end - rest);
   }
   slot->Count(IndexNode::AllocSize(height, (*inode)->key_size));
   int mh = max_height_.load(std::memory_order_relaxed);
@@ -171,10 +180,14 @@ void DurableSkipList<P>::Prepare(PutAdv* adv, Slot* me) {
   }
   pmem::NvmNode* pn = in->pnode;
   pn->next = adv->succs[0] ? ToOffset(adv->succs[0]->pnode) : 0;
+  static_assert(offsetof(pmem::NvmNode, next) == 0 && pmem::kNodeAlign >= 16,
+                "next and version lie in the node's first line");
   if (P::Faulty(pmem::Fault::kNoPrepareFence)) {
     P::Flush(&pn->next, sizeof(pn->next));
   } else {
-    // P1: node body + successor durable before the combiner links it.
+    // P1: node body + successor durable before the combiner links it. The
+    // flush covers the node's first line (header, start of the key), which
+    // PrepareOnce left to this flush.
     CountedPersist(me, &pn->next, sizeof(pn->next));
   }
   P::Prefetch(pn);  // the combiner writes pn->version next
