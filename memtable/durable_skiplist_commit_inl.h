@@ -30,14 +30,16 @@ int DurableSkipList<P>::Attach(Slot* slot) {
       uint64_t t0 = Ticks();
       CombineAll(slot);
       Bump(slot, &SlotStats::crit_ticks, Ticks() - t0);
-      combiner_lock_.store(false, std::memory_order_release);
       if (slot->sync &&
           options_.commit_mode == SkipListOptions::CommitMode::kPerPut) {
-        // Alg. 1 line 40 (P2): our own link is durable before we return.
-        // (Group passes fenced before releasing anyone, P15; weak writes do
-        // not wait for a fence, P16.)
-        P::FullFence();
+        // Alg. 1 lines 39-40 (P2): our own link is durable before we
+        // return; the release is a locked exchange, which is the MFENCE
+        // (pmem/persist.h). (Group passes fenced before releasing anyone,
+        // P15; weak writes do not wait for a fence, P16.)
+        P::ReleaseWithFullFence(&combiner_lock_);
         if (P::kDurable) Bump(slot, &SlotStats::full_fences);
+      } else {
+        combiner_lock_.store(false, std::memory_order_release);
       }
       return slot->status.load(std::memory_order_acquire);
     }
