@@ -153,23 +153,27 @@ bool DurableSkipList<P>::ProcessPut(PutAdv* adv, uint64_t v, LinkMode mode,
   in->version.store(v, std::memory_order_relaxed);
   pmem::NvmNode* pn = in->pnode;
   pn->version = v;
+  pred->next_[0].store(in, std::memory_order_release);  // visible to locate
+  pmem::NvmNode* pred_pn = pred->pnode;
+  pred_pn->next = ToOffset(pn);
+  // The link is flushed before the version: the version's line was written
+  // back by Prepare's PERSIST_RANGE moments ago, and its store may wait for
+  // that write-back; the link's write-back starts meanwhile. Both flushes
+  // precede the one fence, so their order does not matter for persistence.
+  if (!P::Faulty(pmem::Fault::kNoLinkFlush)) {
+    // P2 / P15 / P16: fenced below (per-put), by the pass's group fence, or
+    // by the weak drain.
+    P::Flush(&pred_pn->next, sizeof(pred_pn->next));
+  }
   if (!P::Faulty(pmem::Fault::kNoVersionFlush)) {
     // Rule R1: flushed but not fenced here; the link's fence (P2), the
     // group fence (P15) or the weak drain (P16) covers it, and a crash
     // before that leaves version MAX, which recovery drops (P4).
     P::Flush(&pn->version, sizeof(pn->version));
   }
-  pred->next_[0].store(in, std::memory_order_release);  // visible to locate
-  pmem::NvmNode* pred_pn = pred->pnode;
-  pred_pn->next = ToOffset(pn);
-  if (!P::Faulty(pmem::Fault::kNoLinkFlush)) {
-    if (mode == LinkMode::kPerPut) {
-      // P2: the single fence of a PUT; durable link + version.
-      CountedPersist(me, &pred_pn->next, sizeof(pred_pn->next));
-    } else {
-      // P15: fenced by the pass's group fence; P16: by the weak drain.
-      P::Flush(&pred_pn->next, sizeof(pred_pn->next));
-    }
+  if (mode == LinkMode::kPerPut) {
+    // P2: the single fence of a PUT; durable link + version.
+    CountedFence(me);
   }
   if (mode == LinkMode::kWeak) {
     unpersisted_.push_back(&pn->version);  // P16: re-flushed by the drain
