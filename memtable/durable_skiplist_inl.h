@@ -165,6 +165,9 @@ void DurableSkipList<P>::Locate(const char* key, IndexNode** preds,
     while (next && cmp_->Compare(next->key(), key) < 0) {
       x = next;
       next = x->Next(level);
+      // If the search drops a level at x, it compares x's successor there
+      // next: fetch it now, overlapping this level's remaining misses.
+      if (level > 0) __builtin_prefetch(x->Next(level - 1), 0, 3);
     }
     preds[level] = x;
     succs[level] = next;
