@@ -16,9 +16,10 @@
 // Persistence invariants (see pmem/layout.h, DESIGN.md):
 //  P1 a node's header, key and value, and its successor pointer, are durable
 //     before any persistent pointer to it is (prepare's PERSIST_RANGE).
-//  P2 when Insert returns, the node is durable and reachable from the head
-//     (combiner's PERSIST_RANGE of the predecessor pointer; it also fences
-//     the unfenced version flush before it).
+//  P2 when a sync Insert returns, the node is durable and reachable from
+//     the head (per-put: the combiner's PERSIST_RANGE of the predecessor
+//     pointer, which also fences the unfenced version flush before it;
+//     group commit: P15).
 //  P3 a batch is all-or-nothing after a crash: commit_version is durable
 //     before batch_mode=1, every node of the batch is linked durably before
 //     batch_mode=0, and recovery rolls back versions > commit_version while
@@ -29,9 +30,31 @@
 //  P5 readers filter by a cached visible_version, which a batch advances
 //     once, after all its nodes are linked.
 //  P12-P14 (version GC, standalone store only): see memtable/version_gc.h.
+//  P15 (group commit) a pass links every ready strong advertisement, flushes
+//     their versions and predecessor pointers, fences once, and only then
+//     publishes visible_version and releases their waiters. A crash before
+//     that fence may leave any subset of the pass's nodes linked, with
+//     version MAX or their version: none was acknowledged or visible, so
+//     recovery keeps those with a version and drops those with MAX (P4).
+//  P16 (weak durability) a write with sync=false is released once visible;
+//     its version/link words are recorded as unpersisted. Before the durable
+//     cut moves past them (Persist, a strong pass, the background bound),
+//     the thread moving it re-flushes every recorded word and fences (a
+//     fence drains only its own thread's flushes).
+//  P17 ListRoot::durable_cut != 0 while unpersisted weak writes may exist:
+//     every node with version >= durable_cut is dropped by recovery, so a
+//     crash keeps a prefix of the commit (version) order and a batch (one
+//     version) whole. The cut is durable before the first weak link of an
+//     epoch, and it is cleared only after P16's fence.
+// Concurrency of the weak state: unpersisted_ and cut_active_ are touched
+// only under the combiner lock.
 // Memory orderings: visible_version is published with release and read with
 // acquire; level-0 links are release stores under the combiner lock.
+// Statistics (WriteStats) are per-slot counters written by their owner with
+// relaxed load+store (no RMW, no shared line on the hot path).
 #pragma once
+
+#include <x86intrin.h>
 
 #include <atomic>
 #include <cstdint>
@@ -62,6 +85,14 @@ struct SkipListOptions {
   bool global_lock = false;
   // Bytes per PMEM chunk of the list's node arena.
   size_t chunk_size = 4 << 20;
+  // Keep WriteStats counters (64 bytes per writer thread, counted in
+  // DramBytes). Off for the RocksDB memtable.
+  bool write_stats = true;
+  // How a combining pass makes strong (sync) writes durable: kPerPut is the
+  // paper's (one fence per served put, P2); kGroup fences once per pass
+  // (P15). Weak writes (sync=false) never wait for a fence (P16/P17).
+  enum class CommitMode : uint8_t { kPerPut, kGroup };
+  CommitMode commit_mode = CommitMode::kPerPut;
   // The list's nodes may be unlinked by a VersionGc (memtable/version_gc.h)
   // and their PMEM reused; Recover() then also hands every byte of the
   // list's chunks that no reachable node occupies back to the arena (P14).
@@ -69,10 +100,25 @@ struct SkipListOptions {
   bool reclaim_space = false;
 };
 
+// Write-path counters of one list (benchmark instrumentation, issue 9.4).
+// Sums of per-slot counters; approximate while writers run.
+struct WriteStats {
+  uint64_t ops = 0;          // Insert/InsertBatch calls that linked
+  uint64_t nodes = 0;        // nodes inserted
+  uint64_t fences = 0;       // SFENCE drains on the write path (all threads)
+  uint64_t full_fences = 0;  // MFENCEs after a per-put pass (Alg. 1 l. 40)
+  uint64_t passes = 0;       // combining passes
+  uint64_t ads_served = 0;   // advertisements handled by passes
+  uint64_t retries = 0;      // failed validations (the worker re-locates)
+  uint64_t critical_ns = 0;  // combiner lock held (passes and barriers)
+  uint64_t barriers = 0;     // P16 drains (Persist, strong after weak, bound)
+};
+
 struct RecoveryStats {
   uint64_t nodes_kept = 0;
   uint64_t dropped_uncommitted = 0;  // version MAX (rule R1, P4)
   uint64_t rolled_back_batch = 0;    // torn batch (P3)
+  uint64_t dropped_unpersisted = 0;  // weak writes beyond the cut (P17)
   uint64_t max_version = 0;
 };
 
@@ -95,12 +141,23 @@ class DurableSkipList {
   // Finishes the header of an allocated node (key_size, flags, check).
   static void SealNode(pmem::NvmNode* node, uint32_t key_size, uint32_t flags);
 
-  // PUT (Algorithm 1). On OK the node is durable and visible.
-  Status Insert(pmem::NvmNode* node, InsertResult* result = nullptr);
-  // WRITEBATCH (Algorithms 3-4): all nodes become durable and visible
-  // atomically. Keys must be pairwise distinct (InvalidArgument otherwise,
-  // with nothing inserted; the allocated nodes stay unused in the arena).
-  Status InsertBatch(pmem::NvmNode* const* nodes, size_t n);
+  // PUT (Algorithm 1). On OK the node is visible, and durable if sync
+  // (else durable after the next Persist or strong pass, P16/P17).
+  Status Insert(pmem::NvmNode* node, InsertResult* result = nullptr,
+                bool sync = true);
+  // WRITEBATCH (Algorithms 3-4): all nodes become visible atomically, and
+  // durable atomically (at return if sync, else as Insert). Keys must be
+  // pairwise distinct (InvalidArgument otherwise, with nothing inserted;
+  // the allocated nodes stay unused in the arena).
+  Status InsertBatch(pmem::NvmNode* const* nodes, size_t n, bool sync = true);
+  // Barrier: when it returns, every write that returned before the call is
+  // durable (P16, P17). Waits for the combiner lock.
+  void Persist();
+  // True if weak writes may be waiting for Persist (a hint, relaxed).
+  bool HasUnpersisted() const {
+    return weak_dirty_.load(std::memory_order_relaxed);
+  }
+  WriteStats GetWriteStats() const;
 
   // Rebuilds the index from the persistent list (§5). See P4.
   Status Recover(RecoveryStats* stats);
@@ -108,10 +165,11 @@ class DurableSkipList {
   uint64_t VisibleVersion() const {
     return visible_version_.load(std::memory_order_acquire);
   }
-  // Newest version every node at or below which is durable. Equal to the
-  // visible version while every write is durable before it is visible
-  // (P2); a write path that publishes before persisting must lower it, as
-  // the GC unlinks against it (P12).
+  // Newest version every node at or below which is durable by the time the
+  // GC unlinks against it (P12): the visible version. Strong writes are
+  // durable before they are visible (P2/P15); weak writes (P16) are not,
+  // but the GC drains them (DrainWeakLocked) under the combiner lock before
+  // each hold's first unlink, so they are durable before it acts on them.
   uint64_t DurableVersion() const { return VisibleVersion(); }
   const std::atomic<uint64_t>* visible_version_word() const {
     return &visible_version_;
@@ -174,6 +232,15 @@ class DurableSkipList {
     IndexNode* succs[kMaxHeight];
   };
 
+  // WriteStats counters of one slot, each written only by the thread using
+  // the slot. Kept apart from Slot (one line) so that lists without
+  // statistics (the RocksDB memtable, whose size RocksDB accounts) pay
+  // nothing for them.
+  struct alignas(64) SlotStats {
+    std::atomic<uint64_t> ops{0}, fences{0}, full_fences{0}, passes{0}, ads{0},
+        retries{0}, crit_ticks{0}, barriers{0};
+  };
+
   // Per-thread state, one cache line apart to avoid false sharing; in pages
   // of kSlotsPerPage allocated on first use. Small pages: a page is counted
   // in the memtable's usage, and RocksDB trims flushed-memtable history by
@@ -182,6 +249,8 @@ class DurableSkipList {
     std::atomic<int> status{kEmpty};
     PutAdv* put = nullptr;
     std::vector<PutAdv>* batch = nullptr;
+    bool sync = true;
+    SlotStats* stats = nullptr;  // null unless SkipListOptions::write_stats
     // Written by the owner thread only (load + store, no RMW), read by any.
     std::atomic<uint64_t> nodes{0};
     std::atomic<uint64_t> dram_bytes{0};
@@ -193,18 +262,61 @@ class DurableSkipList {
                        std::memory_order_relaxed);
     }
   };
+  static_assert(sizeof(Slot) == 64,
+                "one cache line per writer (RocksDB accounts slot pages)");
 
+  // Owner-only counter update: relaxed load + store, no RMW. Building with
+  // -DFLINTKV_NO_WRITE_STATS removes the counters (to measure their cost,
+  // docs/results/durability_modes.md).
+  static void Bump(Slot* s, std::atomic<uint64_t> SlotStats::*field,
+                   uint64_t d = 1) {
+#ifndef FLINTKV_NO_WRITE_STATS
+    if (!s || !s->stats) return;  // s: null for the GC's drain
+    std::atomic<uint64_t>& c = s->stats->*field;
+    c.store(c.load(std::memory_order_relaxed) + d, std::memory_order_relaxed);
+#endif
+  }
+  static uint64_t Ticks() {
+#ifndef FLINTKV_NO_WRITE_STATS
+    return __rdtsc();
+#else
+    return 0;
+#endif
+  }
+  // Fences of the write path, counted in the calling thread's slot (a
+  // policy without persistence issues none).
+  void CountedPersist(Slot* me, const void* p, size_t n) {
+    P::Persist(p, n);
+    if (P::kDurable) Bump(me, &SlotStats::fences);
+  }
+  void CountedFence(Slot* me) {
+    P::Fence();
+    if (P::kDurable) Bump(me, &SlotStats::fences);
+  }
+  // How ProcessPut makes its link durable.
+  enum class LinkMode { kPerPut, kGroup, kWeak };
   Slot* SlotOf(int tid);
   template <class Self, class Fn>
   static void ForEachSlot(Self* self, Fn fn);
   Slot* AcquireSlot(std::unique_lock<std::mutex>* overflow);
   Status PrepareOnce(pmem::NvmNode* node, IndexNode** inode, Slot* slot);
   void Locate(const char* key, IndexNode** preds, IndexNode** succs) const;
-  void Prepare(PutAdv* adv);
+  void Prepare(PutAdv* adv, Slot* me);
   int Attach(Slot* slot);
-  void CombineAll();
-  bool ProcessPut(PutAdv* adv, bool in_batch);
-  void ProcessBatch(std::vector<PutAdv>* batch);
+  void LockCombiner();
+  void CombineAll(Slot* me);
+  void CombineStrong(Slot* me, uint64_t* v);
+  void CombineWeak(Slot* me, uint64_t* v);
+  bool ProcessPut(PutAdv* adv, uint64_t v, LinkMode mode, Slot* me);
+  void ProcessBatch(std::vector<PutAdv>* batch, uint64_t v, Slot* me);
+  void ProcessBatchWeak(std::vector<PutAdv>* batch, uint64_t v, Slot* me);
+  void BeginWeakEpoch(uint64_t first_unpersisted, Slot* me);
+  void EndWeakEpoch(Slot* me);
+  // Under the combiner lock: makes pending weak writes durable (P16) and
+  // clears the cut (P17). For the version GC before it unlinks (P12).
+  void DrainWeakLocked() {
+    if (cut_active_) EndWeakEpoch(nullptr);
+  }
   void Promote(PutAdv* adv);
   bool IsDuplicate(const IndexNode* inode, const IndexNode* succ) const;
   void CountSuperseded(Slot* slot, const PutAdv& adv);
@@ -230,15 +342,24 @@ class DurableSkipList {
   std::atomic<uint64_t> gc_unlinked_{0};
   std::atomic<uint64_t> gc_freed_dram_{0};
   alignas(64) std::atomic<bool> combiner_lock_{false};
+  // Under the combiner lock: strong waiters of the current group pass,
+  // and the weak state (P16/P17).
+  std::vector<Slot*> group_;
+  std::vector<const uint64_t*> unpersisted_;
+  bool cut_active_ = false;
+  std::atomic<bool> weak_dirty_{false};
   std::mutex global_mu_;  // global_lock baseline only
   static constexpr int kSlotsPerPage = 8;
-  SlotPages<Slot, kSlotsPerPage> slot_pages_;  // see SlotOf
+  SlotPages<Slot, kSlotsPerPage> slot_pages_;       // see SlotOf
+  SlotPages<SlotStats, kSlotsPerPage> stat_pages_;  // write_stats only
   std::mutex overflow_mu_;  // serialises the users of overflow_slot_
   Slot overflow_slot_;
+  SlotStats overflow_stats_;
 };
 
 }  // namespace memtable
 }  // namespace flintkv
 
+#include "memtable/durable_skiplist_commit_inl.h"
 #include "memtable/durable_skiplist_inl.h"
 #include "memtable/durable_skiplist_read_inl.h"

@@ -35,6 +35,7 @@ DurableSkipList<P>::DurableSkipList(const KeyComparator* cmp,
       root_(root),
       options_(options),
       arena_(region, root->list_id, options.chunk_size) {
+  if (options_.write_stats) overflow_slot_.stats = &overflow_stats_;
   head_ = NewIndexNode(&root_->head, "", 0, kMaxHeight, 0);
 }
 
@@ -52,7 +53,14 @@ DurableSkipList<P>::~DurableSkipList() {
 // carries no slot array (RocksDB counts it in the memtable's size).
 template <class P>
 typename DurableSkipList<P>::Slot* DurableSkipList<P>::SlotOf(int tid) {
-  return slot_pages_.Get(tid);
+  Slot* s = slot_pages_.Get(tid);
+  // The stats pointer is read only by the slot's owner (Bump); totals are
+  // summed from stat_pages_ (GetWriteStats), so no other thread reads it.
+  if (s && options_.write_stats && !s->stats) {
+    s->stats = stat_pages_.Get(tid);
+    if (!s->stats) return nullptr;
+  }
+  return s;
 }
 
 // Calls fn on every allocated slot of an id below ThreadId::HighWater(),
@@ -151,7 +159,7 @@ void DurableSkipList<P>::Locate(const char* key, IndexNode** preds,
 
 // Per-attempt part of PREPARE (Alg. 1 lines 21-24).
 template <class P>
-void DurableSkipList<P>::Prepare(PutAdv* adv) {
+void DurableSkipList<P>::Prepare(PutAdv* adv, Slot* me) {
   IndexNode* in = adv->inode;
   for (int i = 0; i < in->height; i++) {
     in->next_[i].store(adv->succs[i], std::memory_order_relaxed);
@@ -162,7 +170,7 @@ void DurableSkipList<P>::Prepare(PutAdv* adv) {
     P::Flush(&pn->next, sizeof(pn->next));
   } else {
     // P1: node body + successor durable before the combiner links it.
-    P::Persist(&pn->next, sizeof(pn->next));
+    CountedPersist(me, &pn->next, sizeof(pn->next));
   }
   P::Prefetch(pn);  // the combiner writes pn->version next
 }
@@ -175,12 +183,14 @@ bool DurableSkipList<P>::IsDuplicate(const IndexNode* inode,
 }
 
 template <class P>
-Status DurableSkipList<P>::Insert(pmem::NvmNode* node, InsertResult* result) {
+Status DurableSkipList<P>::Insert(pmem::NvmNode* node, InsertResult* result,
+                                  bool sync) {
   if (result) *result = InsertResult::kOk;
   std::unique_lock<std::mutex> overflow;
   Slot* slot = AcquireSlot(&overflow);
   PutAdv adv;
-  // The global-lock baseline runs every phase under one mutex.
+  // The global-lock baseline runs every phase under one mutex (always
+  // strong, per-put).
   std::unique_lock<std::mutex> global;
   if (options_.global_lock) global = std::unique_lock<std::mutex>(global_mu_);
   Status s = PrepareOnce(node, &adv.inode, slot);
@@ -194,23 +204,30 @@ Status DurableSkipList<P>::Insert(pmem::NvmNode* node, InsertResult* result) {
       if (result) *result = InsertResult::kDuplicate;
       return Status::OK();
     }
-    Prepare(&adv);
+    Prepare(&adv, slot);
     if (global) {
-      ProcessPut(&adv, false);  // cannot fail: nothing moved under the lock
+      // Cannot fail: nothing moved under the lock.
+      uint64_t v = visible_version_.load(std::memory_order_relaxed) + 1;
+      ProcessPut(&adv, v, LinkMode::kPerPut, slot);
+      visible_version_.store(v, std::memory_order_release);  // P5
       break;
     }
     slot->put = &adv;
     slot->batch = nullptr;
+    slot->sync = sync;
     if (Attach(slot) == kSuccess) break;
+    Bump(slot, &SlotStats::retries);
   }
   CountSuperseded(slot, adv);
   Promote(&adv);
   if (global) P::FullFence();  // as the combiner does after its lock
+  Bump(slot, &SlotStats::ops);
   return Status::OK();
 }
 
 template <class P>
-Status DurableSkipList<P>::InsertBatch(pmem::NvmNode* const* nodes, size_t n) {
+Status DurableSkipList<P>::InsertBatch(pmem::NvmNode* const* nodes, size_t n,
+                                       bool sync) {
   if (n == 0) return Status::OK();
   if (HasDuplicateKeys(nodes, n)) {
     // Two nodes of one key would get the same version, and recovery finds
@@ -233,27 +250,32 @@ Status DurableSkipList<P>::InsertBatch(pmem::NvmNode* const* nodes, size_t n) {
     // Alg. 3 lines 2-6: never retried by the worker; the combiner retries.
     for (PutAdv& a : advs) {
       Locate(a.inode->key(), a.preds, a.succs);
-      Prepare(&a);
+      Prepare(&a, slot);
     }
   };
   if (options_.global_lock) {
     locate_and_prepare();
-    ProcessBatch(&advs);
+    uint64_t v = visible_version_.load(std::memory_order_relaxed) + 1;
+    ProcessBatch(&advs, v, slot);
+    visible_version_.store(v, std::memory_order_release);  // P5
     for (PutAdv& a : advs) {
       CountSuperseded(slot, a);
       Promote(&a);
     }
     P::FullFence();
+    Bump(slot, &SlotStats::ops);
     return Status::OK();
   }
   locate_and_prepare();
   slot->put = nullptr;
   slot->batch = &advs;
+  slot->sync = sync;
   Attach(slot);  // a batch always succeeds (in-combiner retry)
   for (PutAdv& a : advs) {
     CountSuperseded(slot, a);
     Promote(&a);
   }
+  Bump(slot, &SlotStats::ops);
   return Status::OK();
 }
 
@@ -313,99 +335,6 @@ typename DurableSkipList<P>::Slot* DurableSkipList<P>::AcquireSlot(
   return &overflow_slot_;
 }
 
-// ATTACH (Alg. 1 lines 27-44): advertise, then either observe completion or
-// become the combiner.
-template <class P>
-int DurableSkipList<P>::Attach(Slot* slot) {
-  slot->status.store(kReady, std::memory_order_release);
-  int spins = 0;
-  while (true) {
-    int st = slot->status.load(std::memory_order_acquire);
-    if (st != kReady) return st;  // early release by another combiner
-    if (!combiner_lock_.load(std::memory_order_relaxed) &&
-        !combiner_lock_.exchange(true, std::memory_order_acquire)) {
-      CombineAll();
-      combiner_lock_.store(false, std::memory_order_release);
-      // Alg. 1 line 40 (P2): our own link is durable before we return.
-      P::FullFence();
-      return slot->status.load(std::memory_order_acquire);
-    }
-    detail::Backoff(&spins);
-  }
-}
-
-template <class P>
-void DurableSkipList<P>::CombineAll() {
-  ForEachSlot(this, [this](Slot& s) {
-    if (s.status.load(std::memory_order_acquire) != kReady) return;
-    if (s.batch) {
-      ProcessBatch(s.batch);
-      s.status.store(kSuccess, std::memory_order_release);
-    } else {
-      bool ok = ProcessPut(s.put, false);
-      s.status.store(ok ? kSuccess : kFailed, std::memory_order_release);
-    }
-  });
-}
-
-// PROCESS_PUT (Alg. 2). Runs under the combiner lock (or the global lock).
-template <class P>
-bool DurableSkipList<P>::ProcessPut(PutAdv* adv, bool in_batch) {
-  IndexNode* in = adv->inode;
-  IndexNode* pred = adv->preds[0];
-  // Level 0 only changes under this lock, so a relaxed load suffices.
-  if (pred->next_[0].load(std::memory_order_relaxed) != adv->succs[0]) {
-    return false;
-  }
-  uint64_t v = visible_version_.load(std::memory_order_relaxed) + 1;
-  in->version.store(v, std::memory_order_relaxed);
-  pmem::NvmNode* pn = in->pnode;
-  pn->version = v;
-  if (!P::Faulty(pmem::Fault::kNoVersionFlush)) {
-    // Rule R1: flushed but not fenced here; the fence below covers it, and a
-    // crash before that fence leaves version MAX, which recovery drops (P4).
-    P::Flush(&pn->version, sizeof(pn->version));
-  }
-  pred->next_[0].store(in, std::memory_order_release);  // visible to locate
-  pmem::NvmNode* pred_pn = pred->pnode;
-  pred_pn->next = ToOffset(pn);
-  if (!P::Faulty(pmem::Fault::kNoLinkFlush)) {
-    // P2: the single fence of a PUT; durable link + version.
-    P::Persist(&pred_pn->next, sizeof(pred_pn->next));
-  }
-  if (!in_batch) visible_version_.store(v, std::memory_order_release);  // P5
-  return true;
-}
-
-// PROCESS_WRITEBATCH (Alg. 4).
-template <class P>
-void DurableSkipList<P>::ProcessBatch(std::vector<PutAdv>* batch) {
-  uint64_t commit = visible_version_.load(std::memory_order_relaxed);
-  if (P::Faulty(pmem::Fault::kBatchModeBeforeCommit)) {
-    root_->batch_mode = 1;
-    P::Persist(&root_->batch_mode, sizeof(root_->batch_mode));
-    root_->commit_version = commit;
-    P::Persist(&root_->commit_version, sizeof(root_->commit_version));
-  } else {
-    // P3: the rollback bound is durable before batch mode is entered.
-    root_->commit_version = commit;
-    P::Persist(&root_->commit_version, sizeof(root_->commit_version));
-    root_->batch_mode = 1;
-    P::Persist(&root_->batch_mode, sizeof(root_->batch_mode));
-  }
-  for (PutAdv& a : *batch) {
-    // At most one retry: the re-locate runs under the lock (§4.2).
-    while (!ProcessPut(&a, true)) {
-      Locate(a.inode->key(), a.preds, a.succs);
-      Prepare(&a);
-    }
-  }
-  root_->batch_mode = 0;
-  // P3: commit point; every node of the batch was persisted before this.
-  P::Persist(&root_->batch_mode, sizeof(root_->batch_mode));
-  visible_version_.store(commit + 1, std::memory_order_release);  // P5
-}
-
 template <class P>
 bool DurableSkipList<P>::Before(const IndexNode* a, const IndexNode* b) const {
   int c = cmp_->Compare(a->key(), b->key());
@@ -456,7 +385,8 @@ size_t DurableSkipList<P>::NumEntries() const {
 template <class P>
 size_t DurableSkipList<P>::DramBytes() const {
   // The head and the slot pages in use, plus every index node.
-  size_t n = IndexNode::AllocSize(kMaxHeight, 0) + slot_pages_.bytes();
+  size_t n = IndexNode::AllocSize(kMaxHeight, 0) + slot_pages_.bytes() +
+             stat_pages_.bytes();
   ForEachSlot(this, [&n](const Slot& s) {
     n += s.dram_bytes.load(std::memory_order_relaxed);
   });
@@ -471,6 +401,7 @@ Status DurableSkipList<P>::Recover(RecoveryStats* stats) {
   RecoveryStats st;
   const bool batch_mode = root_->batch_mode != 0;
   const uint64_t commit = root_->commit_version;
+  const uint64_t cut = root_->durable_cut;
   const bool keep_max = P::Faulty(pmem::Fault::kNoMaxRule);
   IndexNode* last[kMaxHeight];
   for (auto& l : last) l = head_;
@@ -486,6 +417,11 @@ Status DurableSkipList<P>::Recover(RecoveryStats* stats) {
         }
         if (batch_mode && n->version > commit) {
           st.rolled_back_batch++;  // P3
+          return WalkDecision::kDrop;
+        }
+        if (cut != 0 && n->version >= cut &&
+            !P::Faulty(pmem::Fault::kNoCutRule)) {
+          st.dropped_unpersisted++;  // P17: beyond the weak prefix
           return WalkDecision::kDrop;
         }
         int h = HeightFor(n->data(), n->key_size);
@@ -522,6 +458,12 @@ Status DurableSkipList<P>::Recover(RecoveryStats* stats) {
   if (batch_mode) {
     root_->batch_mode = 0;
     P::Persist(&root_->batch_mode, sizeof(root_->batch_mode));  // P3
+  }
+  if (cut != 0) {
+    root_->durable_cut = 0;
+    // P17: cleared after the unlinks above are durable; versions >= cut
+    // will be reused by new writes.
+    P::Persist(&root_->durable_cut, sizeof(root_->durable_cut));
   }
   if (options_.reclaim_space) {
     // P14: what no reachable node occupies is free; nothing else is.

@@ -139,6 +139,9 @@ class StoreImpl : public Store {
     }
     memtable::SkipListOptions lo;
     lo.chunk_size = options_.pool.chunk_size;
+    if (options_.durability.group_commit) {
+      lo.commit_mode = memtable::SkipListOptions::CommitMode::kGroup;
+    }
     lo.reclaim_space = options_.gc;
     list_ = std::make_unique<List>(&cmp_, pool_.get(), root, lo);
     if (existed) {
@@ -149,6 +152,7 @@ class StoreImpl : public Store {
       recovered->recovered_nodes = rs.nodes_kept;
       recovered->dropped_uncommitted = rs.dropped_uncommitted;
       recovered->rolled_back_batch = rs.rolled_back_batch;
+      recovered->dropped_unpersisted = rs.dropped_unpersisted;
     }
     if (options_.gc) {
       rec_ = std::make_shared<Reclaimer>(list_->visible_version_word());
@@ -162,25 +166,38 @@ class StoreImpl : public Store {
     return Status::OK();
   }
 
-  Status Put(std::string_view key, std::string_view value) override {
+  using Store::Delete;
+  using Store::Put;
+  using Store::Write;
+
+  Status Put(const WriteOptions& wo, std::string_view key,
+             std::string_view value) override {
     pmem::NvmNode* node;
     Status s = MakeNode(key, value, 0, &node);
     if (!s.ok()) return s;
+    NoteWeak(wo);
     std::optional<Reclaimer::Guard> guard;
     if (rec_) guard.emplace(rec_.get(), false);
-    return list_->Insert(node);
+    return list_->Insert(node, nullptr, wo.sync);
   }
 
-  Status Delete(std::string_view key) override {
+  Status Delete(const WriteOptions& wo, std::string_view key) override {
     pmem::NvmNode* node;
     Status s = MakeNode(key, {}, pmem::kNodeTombstone, &node);
     if (!s.ok()) return s;
+    NoteWeak(wo);
     std::optional<Reclaimer::Guard> guard;
     if (rec_) guard.emplace(rec_.get(), false);
-    return list_->Insert(node);
+    return list_->Insert(node, nullptr, wo.sync);
   }
 
-  Status Write(const WriteBatch& batch) override {
+  Status Persist() override {
+    if (!list_) return Status::InvalidArgument("store is closed");
+    list_->Persist();
+    return Status::OK();
+  }
+
+  Status Write(const WriteOptions& wo, const WriteBatch& batch) override {
     if (!list_) return Status::InvalidArgument("store is closed");
     // Last operation per key wins; earlier ones would be shadowed forever
     // by a node of the same version, so they are not written at all.
@@ -201,9 +218,10 @@ class StoreImpl : public Store {
           ops[i]->is_delete ? uint32_t{pmem::kNodeTombstone} : 0u, &nodes[i]);
       if (!s.ok()) return s;
     }
+    NoteWeak(wo);
     std::optional<Reclaimer::Guard> guard;
     if (rec_) guard.emplace(rec_.get(), false);
-    return list_->InsertBatch(nodes.data(), nodes.size());
+    return list_->InsertBatch(nodes.data(), nodes.size(), wo.sync);
   }
 
   Status Get(std::string_view key, std::string* value,
@@ -250,6 +268,7 @@ class StoreImpl : public Store {
       st.nodes = list_->NumEntries();
       st.pmem_bytes_reserved = list_->PmemBytes();
       st.dram_index_bytes = list_->DramBytes();
+      st.weak_writes_pending = list_->HasUnpersisted();
     }
     if (pool_) st.emulated_pmem = !pool_->is_pmem();
     if (gc_) {
@@ -270,6 +289,7 @@ class StoreImpl : public Store {
   }
 
   Status Close() override {
+    StopPersister();
     if (gc_thread_.joinable()) {
       {
         std::lock_guard<std::mutex> g(gc_mu_);
@@ -278,6 +298,7 @@ class StoreImpl : public Store {
       gc_cv_.notify_all();
       gc_thread_.join();
     }
+    if (list_) list_->Persist();  // P16/P17: weak writes durable, cut clear
     gc_.reset();   // frees what it retired, into the list's arena
     rec_.reset();  // snapshots still open hold their own reference
     list_.reset();
@@ -331,6 +352,36 @@ class StoreImpl : public Store {
     return Status::OK();
   }
 
+  // The first weak write starts the background persistence bound (if any).
+  void NoteWeak(const WriteOptions& wo) {
+    if (wo.sync || options_.durability.persist_interval_us == 0) return;
+    std::call_once(persister_once_, [this] {
+      persister_ = std::thread([this] { PersisterLoop(); });
+    });
+  }
+
+  void PersisterLoop() {
+    const auto interval =
+        std::chrono::microseconds(options_.durability.persist_interval_us);
+    std::unique_lock<std::mutex> l(persister_mu_);
+    while (!stop_persister_) {
+      persister_cv_.wait_for(l, interval);
+      if (stop_persister_) break;
+      l.unlock();
+      if (list_->HasUnpersisted()) list_->Persist();
+      l.lock();
+    }
+  }
+
+  void StopPersister() {
+    {
+      std::lock_guard<std::mutex> g(persister_mu_);
+      stop_persister_ = true;
+    }
+    persister_cv_.notify_all();
+    if (persister_.joinable()) persister_.join();
+  }
+
   // A pass walks every node, so the background thread starts one only
   // once the writes that made garbage (an overwrite or a delete) since the
   // previous pass reach 1/kScanRatio of the nodes: at most ~kScanRatio
@@ -357,6 +408,11 @@ class StoreImpl : public Store {
   static constexpr uint64_t kScanRatio = 8;
   StoreOptions options_;
   memtable::BytewiseKeyComparator cmp_;
+  std::once_flag persister_once_;
+  std::thread persister_;
+  std::mutex persister_mu_;
+  std::condition_variable persister_cv_;
+  bool stop_persister_ = false;
   std::unique_ptr<pmem::Pool> pool_;
   std::unique_ptr<List> list_;
   std::shared_ptr<Reclaimer> rec_;  // null when the GC is off

@@ -81,6 +81,7 @@ bool VersionGc<P>::Step(uint64_t horizon, Node** cursor,
   Node* n = Next0(x);
   size_t seen = 0;
   std::vector<Node*> run;
+  bool drained = false;
   while (n && seen < per_hold_) {
     // n is the newest version of its key. Skip versions above the horizon.
     Node* prev = x;
@@ -116,6 +117,14 @@ bool VersionGc<P>::Step(uint64_t horizon, Node** cursor,
       g->next_[0].store(Node::Marked(Next0(g)), std::memory_order_relaxed);
     }
     keep->next_[0].store(end, std::memory_order_release);
+    if (!drained) {
+      // P12 with weak writes (P16/P17): the unlink below becomes durable
+      // under this hold's fence, so every link it can reach must be durable
+      // first; a weak link not yet durable (pred -> weak node) would leave
+      // a durable pointer to a node this pass unlinks and later reuses.
+      if (!P::Faulty(pmem::Fault::kGcNoWeakDrain)) list_->DrainWeakLocked();
+      drained = true;
+    }
     pmem::NvmNode* kp = keep->pnode;
     kp->next = end ? list_->ToOffset(end->pnode) : 0;
     if (!P::Faulty(pmem::Fault::kGcUnlinkNotPersisted)) {

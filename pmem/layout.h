@@ -37,6 +37,14 @@
 //    the list's chunks that no reachable node occupies, so no crash leaves
 //    free-space metadata that disagrees with the list.
 //  Details: memtable/version_gc.h, docs/gc.md.
+//  - P15 (group commit) one fence per combining pass covers every version
+//    and predecessor pointer the pass wrote; visible_version and the
+//    waiters' release come after it (memtable/durable_skiplist.h).
+//  - P16 (weak durability) before the durable cut moves past a weak write,
+//    the thread moving it re-flushes the write's words and fences.
+//  - P17 ListRoot::durable_cut != 0: recovery drops every node whose
+//    version >= durable_cut (a prefix of the commit order survives). Set
+//    durably before an epoch's first weak link, cleared only after P16.
 //  - The list reachable from ListRoot::head.next is sorted by (key ascending,
 //    version descending) and acyclic.
 //  - A node reachable from the head has a valid header (HeaderCheck) and lies
@@ -131,7 +139,10 @@ struct alignas(kCacheLine) ListRoot {
   // Line 1: WRITEBATCH commit record (Algorithm 4, P3).
   alignas(kCacheLine) uint64_t commit_version;
   uint64_t batch_mode;
-  uint64_t reserved1[6];
+  // Weak durability (P17): 0, or the first version that may not be durable.
+  // Formerly reserved (zero), so format version 1 is unchanged.
+  uint64_t durable_cut;
+  uint64_t reserved1[5];
   // Line 2: head sentinel; head.next is the first node.
   alignas(kCacheLine) NvmNode head;
   uint64_t reserved2[4];
@@ -140,6 +151,9 @@ struct alignas(kCacheLine) ListRoot {
   alignas(kCacheLine) uint8_t user[2 * kCacheLine];
 };
 static_assert(sizeof(ListRoot) == 5 * kCacheLine, "ListRoot is a format");
+static_assert(offsetof(ListRoot, durable_cut) ==
+                  offsetof(ListRoot, commit_version) + 16,
+              "durable_cut shares the batch record line (sim labels)");
 
 struct alignas(kCacheLine) ChunkHeader {
   uint64_t magic;

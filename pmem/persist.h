@@ -36,8 +36,14 @@ enum class Fault {
   kBatchModeBeforeCommit,  // batch: batch_mode persisted before commit_version
   kNoMaxRule,              // recovery keeps version-MAX nodes (single fence
                            // optimisation without its recovery rule)
-  kGcUnlinkNotPersisted,   // version GC: a node's space is reused before its
-                           // unlink is durable (no flush/fence)       (P12)
+  kPublishBeforeGroupFence,  // group pass: visible + release before P15 fence
+  kCutBeforeDrain,        // weak drain: cut cleared under the same fence as the
+                          // re-flushed words (P16 ordering fence missing)
+  kNoCutRule,             // recovery ignores durable_cut (P17)
+  kGcUnlinkNotPersisted,  // version GC: a node's space is reused before its
+                          // unlink is durable (no flush/fence)       (P12)
+  kGcNoWeakDrain,         // version GC unlinks while weak writes are not yet
+                   // durable (no drain first)                     (P12+P16)
 };
 
 namespace internal {
@@ -56,6 +62,9 @@ inline size_t LinesIn(const void* p, size_t n) {
 }
 
 struct PmemPersist {
+  // Test seams of the crash simulator (SimPersist); nothing here.
+  static void OnAdvertise() {}
+  static void OnPassStart() {}
   static constexpr bool kDurable = true;
   static void Flush(const void* p, size_t n) {
     pmem_flush(p, n);
@@ -79,6 +88,9 @@ struct PmemPersist {
 };
 
 struct NoPersist {
+  // Test seams of the crash simulator (SimPersist); nothing here.
+  static void OnAdvertise() {}
+  static void OnPassStart() {}
   static constexpr bool kDurable = false;
   static void Flush(const void*, size_t) {}
   static void Fence() {}

@@ -237,12 +237,14 @@ std::string SimDomain::LabelOf(const std::vector<Pending>& p) const {
     std::string c;
     if (x.offset == batch_line) {
       // Name the field this flush changes (both share the line).
-      uint64_t cv, bm, dcv;
+      uint64_t cv, dcv, cut, dcut;
       std::memcpy(&cv, x.data + 0, 8);
-      std::memcpy(&bm, x.data + 8, 8);
       std::memcpy(&dcv, durable_.data() + x.offset, 8);
-      c = cv != dcv ? "root.commit_version" : "root.batch_mode";
-      (void)bm;
+      std::memcpy(&cut, x.data + 16, 8);
+      std::memcpy(&dcut, durable_.data() + x.offset + 16, 8);
+      c = cv != dcv     ? "root.commit_version"
+          : cut != dcut ? "root.durable_cut"
+                        : "root.batch_mode";
     } else if (x.offset == head_line) {
       c = "head.next";
     } else if (x.offset < SimRegion::kFirstChunk) {
@@ -279,12 +281,17 @@ void SimDomain::FenceLocked() {
   }
   if (it == pending_.end()) return;
   for (const Pending& x : it->second) {
-    uint64_t& applied = durable_seq_[x.offset];
-    if (x.seq < applied) continue;  // a newer flush already reached NVM
+    uint64_t& d = durable_seq_[x.offset];
+    if (x.seq <= d) continue;  // the image holds newer content already
+    d = x.seq;
     std::memcpy(durable_.data() + x.offset, x.data, kCacheLine);
-    applied = x.seq;
   }
   it->second.clear();
+}
+
+uint64_t SimDomain::DurableSeq(uint64_t offset) const {
+  auto it = durable_seq_.find(offset);
+  return it == durable_seq_.end() ? 0 : it->second;
 }
 
 void SimDomain::Atomically(
@@ -298,10 +305,12 @@ void SimDomain::Atomically(
     }
     std::memcpy(durable_.data() + r.first, region_->base() + r.first, r.second);
     // Lines wholly inside the range now hold current content: newer than
-    // any pending flush of them.
+    // any pending flush of them. A partly covered line keeps its seq (a
+    // pending flush of its other bytes may still be newer).
+    uint64_t seq = ++flush_seq_;
     for (uint64_t l = AlignUp64(r.first); l + kCacheLine <= r.first + r.second;
          l += kCacheLine) {
-      durable_seq_[l] = ++flush_seq_;
+      durable_seq_[l] = seq;
     }
   }
 }
@@ -320,22 +329,27 @@ CrashState SimDomain::CaptureLocked(uint64_t fence_index,
       std::min<uint64_t>(AlignUp64(region_->used()), durable_.size());
   cs.durable.assign(durable_.begin(), durable_.begin() + used);
   // Flushed-but-unfenced lines first (their flush-time content may already
-  // have been written back), then current content: on the same line a later
-  // candidate wins.
+  // have been written back), oldest flush first, then current content: on
+  // the same line a later candidate wins. Snapshots older than the durable
+  // content are no candidates (a write-back never goes back in time).
+  std::vector<const Pending*> flushed;
   for (const auto& kv : pending_) {
-    for (const Pending& x : kv.second) {
-      if (x.offset + kCacheLine > used) continue;
-      auto applied = durable_seq_.find(x.offset);
-      if (applied != durable_seq_.end() && x.seq < applied->second) continue;
-      if (std::memcmp(x.data, durable_.data() + x.offset, kCacheLine) == 0) {
-        continue;
-      }
-      if (!RacyLineDiffers(region_->base() + x.offset, x.data)) continue;
-      CrashState::Line l;
-      l.offset = x.offset;
-      std::memcpy(l.data, x.data, kCacheLine);
-      cs.candidates.push_back(l);
+    for (const Pending& x : kv.second) flushed.push_back(&x);
+  }
+  std::sort(flushed.begin(), flushed.end(),
+            [](const Pending* a, const Pending* b) { return a->seq < b->seq; });
+  for (const Pending* p : flushed) {
+    const Pending& x = *p;
+    if (x.offset + kCacheLine > used) continue;
+    if (x.seq <= DurableSeq(x.offset)) continue;
+    if (std::memcmp(x.data, durable_.data() + x.offset, kCacheLine) == 0) {
+      continue;
     }
+    if (!RacyLineDiffers(region_->base() + x.offset, x.data)) continue;
+    CrashState::Line l;
+    l.offset = x.offset;
+    std::memcpy(l.data, x.data, kCacheLine);
+    cs.candidates.push_back(l);
   }
   for (uint64_t off = 0; off + kCacheLine <= used; off += kCacheLine) {
     if (RacyLineDiffers(region_->base() + off, durable_.data() + off)) {
@@ -400,8 +414,16 @@ const char* FaultName(Fault f) {
       return "kBatchModeBeforeCommit";
     case Fault::kNoMaxRule:
       return "kNoMaxRule";
+    case Fault::kPublishBeforeGroupFence:
+      return "kPublishBeforeGroupFence";
+    case Fault::kCutBeforeDrain:
+      return "kCutBeforeDrain";
+    case Fault::kNoCutRule:
+      return "kNoCutRule";
     case Fault::kGcUnlinkNotPersisted:
       return "kGcUnlinkNotPersisted";
+    case Fault::kGcNoWeakDrain:
+      return "kGcNoWeakDrain";
   }
   return "?";
 }

@@ -9,8 +9,10 @@
 //    pending set, together with the line's content at the time of the flush
 //    (the CLWB "tags the last write on x by the same thread").
 //  - Fence() / FullFence() by T copies T's pending lines, with their
-//    flush-time content, into the durable image. Another thread's fence does
-//    not drain T's flushes.
+//    flush-time content, into the durable image, unless the image already
+//    holds newer content of that line (made durable by another thread since
+//    T's flush: a write-back never goes back in time). Another thread's
+//    fence does not drain T's flushes.
 //  - At any time, the cache may evict any dirty line: a crash image is the
 //    durable image plus an adversarially chosen subset of candidate lines
 //    (every line whose current content differs from the durable image, and
@@ -171,6 +173,24 @@ class SimDomain {
     jitter_micros_ = micros;
   }
 
+  // Test seams the skiplist reaches through SimPersist: every advertisement
+  // is counted, and the pass hook runs at the start of every combining pass
+  // (combiner lock held, domain lock not held). Set the hook only while no
+  // workload thread runs. Used to build multi-advertisement passes
+  // deterministically (the combiner waits until the others advertised).
+  void set_pass_hook(std::function<void()> hook) {
+    pass_hook_ = std::move(hook);
+  }
+  void NoteAdvertise() {
+    advertisements_.fetch_add(1, std::memory_order_acq_rel);
+  }
+  void NotePassStart() {
+    if (pass_hook_) pass_hook_();
+  }
+  uint64_t advertisements() const {
+    return advertisements_.load(std::memory_order_acquire);
+  }
+
   uint64_t fences() const { return fences_.load(std::memory_order_relaxed); }
   SimRegion* region() const { return region_; }
 
@@ -191,29 +211,29 @@ class SimDomain {
  private:
   struct Pending {
     uint64_t offset;
-    uint64_t seq;  // flush order (see durable_seq_)
+    uint64_t seq;  // order of the flush (newer content has a larger seq)
     char data[kCacheLine];
   };
+  // Seq of the content the durable image holds for a line (0: initial).
+  uint64_t DurableSeq(uint64_t offset) const;
   std::string LabelOf(const std::vector<Pending>& p) const;
   void FenceLocked();
 
   SimRegion* const region_;
   std::mutex mu_;
   std::vector<char> durable_;
-  // Content of a line only moves forward in NVM: a line flushed by one
-  // thread, then written, flushed and fenced by another, is not reverted by
-  // the first thread's later fence (the hardware writes lines back in
-  // coherence order). durable_seq_[line] is the flush sequence number of the
-  // content in durable_ (absent: the initial content); a fence or a crash
-  // candidate with an older flush is not applied. Matters only when threads
-  // share cache lines (the baselines' logs, tests/baseline_crash_test.cc).
-  uint64_t flush_seq_ = 0;
-  std::unordered_map<uint64_t, uint64_t> durable_seq_;
   std::unordered_map<std::thread::id, std::vector<Pending>> pending_;
+  // A write-back never makes a line older: a fence applies a pending
+  // snapshot only if it is newer than the durable one (another thread may
+  // have made newer content of the line durable since the flush).
+  std::unordered_map<uint64_t, uint64_t> durable_seq_;
+  uint64_t flush_seq_ = 0;
   std::atomic<uint64_t> fences_{0};
   std::atomic<uint32_t> jitter_one_in_{0};
   uint32_t jitter_micros_ = 0;
   FenceHook hook_;
+  std::function<void()> pass_hook_;
+  std::atomic<uint64_t> advertisements_{0};
 };
 
 // The fault (mutant) SimPersist reports through Faulty(); kNone normally.
@@ -244,6 +264,12 @@ struct SimPersist {
   // MFENCE drains this thread's flushes as SFENCE does (§2.3).
   static void FullFence() { Fence(); }
   static void Prefetch(const void*) {}
+  static void OnAdvertise() {
+    if (SimDomain* d = SimDomain::Current()) d->NoteAdvertise();
+  }
+  static void OnPassStart() {
+    if (SimDomain* d = SimDomain::Current()) d->NotePassStart();
+  }
   static bool Faulty(Fault f) {
     return f != Fault::kNone &&
            internal::g_sim_fault.load(std::memory_order_relaxed) ==

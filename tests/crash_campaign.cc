@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <atomic>
+#include <chrono>
+#include <condition_variable>
 #include <cstring>
 #include <functional>
 #include <memory>
@@ -20,6 +22,7 @@
 #include "memtable/reclaim.h"
 #include "memtable/version_gc.h"
 #include "pmem/sim_domain.h"
+#include "tests/crash_model.h"
 
 namespace flintkv {
 namespace crashsim {
@@ -27,102 +30,8 @@ namespace {
 
 using List = memtable::DurableSkipList<pmem::SimPersist>;
 using Gc = memtable::VersionGc<pmem::SimPersist>;
-using State = std::map<std::string, std::string>;  // live key -> value
 
 constexpr uint64_t kChunkSize = 16 << 10;
-
-struct Write {
-  std::string key;
-  std::string value;  // also the tombstone's payload (identifies the op)
-  bool is_delete;
-};
-struct Op {
-  enum Kind { kPut, kDelete, kBatch } kind;
-  std::vector<Write> writes;
-};
-
-std::string Key(int t, int j) {
-  char buf[32];
-  std::snprintf(buf, sizeof(buf), "k%03d.t%d", j, t);
-  return buf;
-}
-
-// "t<t>#<op>#<pos>|filler": unique per write, parsed back by the checker.
-std::string Value(int t, int op, int pos, std::mt19937_64* rng) {
-  std::string v = "t" + std::to_string(t) + "#" + std::to_string(op) + "#" +
-                  std::to_string(pos) + "|";
-  uint64_t r = (*rng)() % 100;
-  size_t filler = r < 85 ? (*rng)() % 80 : 100 + (*rng)() % 300;
-  v.append(filler, static_cast<char>('a' + op % 26));
-  return v;
-}
-
-bool ParseValue(std::string_view v, int* t, int* op) {
-  if (v.empty() || v[0] != 't') return false;
-  size_t h1 = v.find('#');
-  size_t h2 = v.find('#', h1 + 1);
-  if (h1 == std::string_view::npos || h2 == std::string_view::npos) {
-    return false;
-  }
-  *t = std::atoi(std::string(v.substr(1, h1 - 1)).c_str());
-  *op = std::atoi(std::string(v.substr(h1 + 1, h2 - h1 - 1)).c_str());
-  return true;
-}
-
-int ThreadOfKey(std::string_view key) {
-  size_t p = key.rfind(".t");
-  if (p == std::string_view::npos) return -1;
-  return std::atoi(std::string(key.substr(p + 2)).c_str());
-}
-
-std::vector<Op> MakeOps(const CampaignOptions& o, int t) {
-  std::mt19937_64 rng(o.seed * 1000003 + t);
-  std::vector<Op> ops;
-  for (int i = 0; i < o.ops_per_thread; i++) {
-    Op op;
-    uint64_t r = rng() % 100;
-    if (r < 50) {
-      op.kind = Op::kPut;
-      op.writes.push_back({Key(t, static_cast<int>(rng() % o.keys_per_thread)),
-                           Value(t, i, 0, &rng), false});
-    } else if (r < 65) {
-      op.kind = Op::kDelete;
-      op.writes.push_back({Key(t, static_cast<int>(rng() % o.keys_per_thread)),
-                           Value(t, i, 0, &rng), true});
-    } else {
-      op.kind = Op::kBatch;
-      int n = 2 + static_cast<int>(rng() % 5);
-      std::set<int> used;
-      for (int k = 0; k < n; k++) {
-        int j = static_cast<int>(rng() % o.keys_per_thread);
-        if (!used.insert(j).second) continue;
-        op.writes.push_back({Key(t, j), Value(t, i, k, &rng), rng() % 4 == 0});
-      }
-    }
-    ops.push_back(std::move(op));
-  }
-  return ops;
-}
-
-void Apply(const Op& op, State* s) {
-  for (const Write& w : op.writes) {
-    if (w.is_delete) {
-      s->erase(w.key);
-    } else {
-      (*s)[w.key] = w.value;
-    }
-  }
-}
-
-// prefix[i] = state of this thread's keys after its first i ops.
-std::vector<State> Prefixes(const std::vector<Op>& ops) {
-  std::vector<State> p(1);
-  for (const Op& op : ops) {
-    p.push_back(p.back());
-    Apply(op, &p.back());
-  }
-  return p;
-}
 
 Status MakeNode(List* list, const Write& w, pmem::NvmNode** out) {
   size_t klen = memtable::VarintLength(w.key.size()) + w.key.size();
@@ -148,53 +57,21 @@ Status Execute(List* list, const Op& op) {
     nodes.push_back(n);
   }
   if (op.kind == Op::kBatch)
-    return list->InsertBatch(nodes.data(), nodes.size());
-  return list->Insert(nodes[0]);
+    return list->InsertBatch(nodes.data(), nodes.size(), op.sync);
+  return list->Insert(nodes[0], nullptr, op.sync);
 }
 
-std::string Describe(const State& s) {
-  std::string out = "{";
-  for (const auto& kv : s) {
-    out += kv.first + "=" + kv.second.substr(0, kv.second.find('|')) + " ";
+// The state readers see at version vv (newest version per key, tombstones
+// hidden), read from the live list's index.
+State VisibleState(const List& list, uint64_t vv) {
+  State st;
+  List::Iterator it(&list, vv);
+  for (it.SeekToFirst(); it.Valid(); it.Next()) {
+    const pmem::NvmNode* p = it.node()->pnode;
+    st[std::string(memtable::PrefixedKey(it.node()->key()))] =
+        std::string(p->data() + p->key_size, p->data_size - p->key_size);
   }
-  return out + "}";
-}
-
-// What the recovered image must show: per thread, its state after `acked`
-// ops (A) or after acked+1 ops (B).
-struct Expectation {
-  const std::vector<std::vector<State>>* prefixes;  // [thread][i]
-  std::vector<uint64_t> acked;
-};
-
-struct Verdict {
-  std::vector<std::string> rules;  // failed rules
-  std::string detail;
-  void Fail(const std::string& rule, const std::string& why) {
-    if (std::find(rules.begin(), rules.end(), rule) == rules.end()) {
-      rules.push_back(rule);
-    }
-    if (detail.size() < 600) detail += "[" + rule + "] " + why + "; ";
-  }
-  bool ok() const { return rules.empty(); }
-};
-
-struct PNode {
-  std::string key, value;
-  uint64_t version;
-  bool tombstone;
-};
-
-// Calls fn(node) for the newest node of each key (the list is ordered by
-// key ascending, version descending).
-template <class Fn>
-void ForNewestPerKey(const std::vector<PNode>& nodes, Fn fn) {
-  const std::string* last = nullptr;
-  for (const PNode& n : nodes) {
-    if (last && n.key == *last) continue;
-    last = &n.key;
-    fn(n);
-  }
+  return st;
 }
 
 // Walks the recovered persistent list with every structural check.
@@ -214,73 +91,6 @@ Status WalkAll(pmem::SimRegion* r, const memtable::KeyComparator& cmp,
         return memtable::WalkDecision::kKeep;
       },
       [](uint64_t*) {});
-}
-
-void CheckState(const std::vector<PNode>& nodes, const Expectation& e,
-                Verdict* v) {
-  std::map<int, State> by_thread;
-  ForNewestPerKey(nodes, [&](const PNode& n) {
-    if (n.tombstone) return;
-    int t = ThreadOfKey(n.key);
-    if (t < 0 || t >= static_cast<int>(e.acked.size())) {
-      v->Fail("nothing-else", "unknown key " + n.key);
-      return;
-    }
-    by_thread[t][n.key] = n.value;
-  });
-  for (size_t t = 0; t < e.acked.size(); t++) {
-    const auto& pre = (*e.prefixes)[t];
-    uint64_t a = std::min<uint64_t>(e.acked[t], pre.size() - 1);
-    const State& got = by_thread[static_cast<int>(t)];
-    if (got == pre[a]) continue;
-    if (a + 1 < pre.size() && got == pre[a + 1]) continue;
-    // Classify: an acknowledged write missing vs. something else.
-    std::string why = "thread " + std::to_string(t) + " acked " +
-                      std::to_string(a) + ": got " + Describe(got) + " want " +
-                      Describe(pre[a]);
-    bool missing = false;
-    for (const auto& kv : pre[a]) {
-      auto it = got.find(kv.first);
-      if (it == got.end() || it->second != kv.second) {
-        // Allowed if the in-flight op changes that key.
-        if (a + 1 < pre.size()) {
-          auto it2 = pre[a + 1].find(kv.first);
-          bool changed = it2 == pre[a + 1].end() || it2->second != kv.second;
-          if (changed) continue;
-        }
-        missing = true;
-      }
-    }
-    v->Fail(missing ? "acked-present" : "all-or-nothing/nothing-else", why);
-  }
-  // Versions follow each thread's program order; a batch has one version.
-  std::map<int, std::map<int, std::set<uint64_t>>> versions;  // t -> op
-  for (const PNode& n : nodes) {
-    int t, op;
-    if (!ParseValue(n.value, &t, &op)) {
-      v->Fail("nothing-else", "node with foreign value under " + n.key);
-      continue;
-    }
-    versions[t][op].insert(n.version);
-  }
-  for (const auto& tv : versions) {
-    uint64_t prev_max = 0;
-    bool have_prev = false;
-    for (const auto& ov : tv.second) {
-      if (ov.second.size() != 1) {
-        v->Fail("version-order", "op " + std::to_string(ov.first) +
-                                     " of thread " + std::to_string(tv.first) +
-                                     " has several versions");
-      }
-      if (have_prev && *ov.second.begin() <= prev_max) {
-        v->Fail("version-order", "op " + std::to_string(ov.first) +
-                                     " of thread " + std::to_string(tv.first) +
-                                     " not newer than its predecessor");
-      }
-      prev_max = *ov.second.rbegin();
-      have_prev = true;
-    }
-  }
 }
 
 class Checker {
@@ -362,7 +172,8 @@ class Checker {
     memtable::RecoveryStats rs;
     Status s = list.Recover(&rs);
     dom.set_fence_hook(nullptr);
-    if (capture && rs.dropped_uncommitted == 0 && rs.rolled_back_batch == 0) {
+    if (capture && rs.dropped_uncommitted == 0 && rs.rolled_back_batch == 0 &&
+        rs.dropped_unpersisted == 0) {
       // Nothing was written: crashing this recovery gives the same image.
       recovery_crashes->clear();
     }
@@ -387,7 +198,7 @@ class Checker {
                                      ", newest recovered node " +
                                      std::to_string(max_v));
     }
-    CheckState(nodes, e, v);
+    CheckRecoveredState(nodes, e, v);
     CheckIndex(list, nodes, vv, v);
     Probe(&list, &r, nodes, v);
   }
@@ -399,13 +210,7 @@ class Checker {
     ForNewestPerKey(nodes, [&](const PNode& n) {
       if (!n.tombstone) want[n.key] = n.value;
     });
-    State got;
-    List::Iterator it(&list, vv);
-    for (it.SeekToFirst(); it.Valid(); it.Next()) {
-      const pmem::NvmNode* p = it.node()->pnode;
-      got[std::string(memtable::PrefixedKey(it.node()->key()))] =
-          std::string(p->data() + p->key_size, p->data_size - p->key_size);
-    }
+    State got = VisibleState(list, vv);
     if (got != want) {
       v->Fail("index-matches-list",
               "index " + Describe(got) + " list " + Describe(want));
@@ -474,22 +279,59 @@ std::string CampaignResult::Summary() const {
   return os.str();
 }
 
+namespace {
+
+// Round barrier for lockstep campaigns; on_complete runs in the last thread
+// to arrive, before anyone is released.
+class RoundBarrier {
+ public:
+  explicit RoundBarrier(int n) : n_(n) {}
+  template <class Fn>
+  void Arrive(Fn on_complete) {
+    std::unique_lock<std::mutex> l(mu_);
+    uint64_t gen = gen_;
+    if (++count_ == n_) {
+      on_complete();
+      count_ = 0;
+      gen_++;
+      cv_.notify_all();
+      return;
+    }
+    cv_.wait(l, [&] { return gen_ != gen; });
+  }
+
+ private:
+  std::mutex mu_;
+  std::condition_variable cv_;
+  int n_, count_ = 0;
+  uint64_t gen_ = 0;
+};
+
+}  // namespace
+
 CampaignResult RunCampaign(const CampaignOptions& o) {
   CampaignResult res;
   Checker checker(o, &res);
   std::vector<std::vector<Op>> ops(o.threads);
   std::vector<std::vector<State>> prefixes(o.threads);
+  std::vector<std::vector<std::atomic<uint64_t>>> versions(o.threads);
   for (int t = 0; t < o.threads; t++) {
     ops[t] = MakeOps(o, t);
     prefixes[t] = Prefixes(ops[t]);
+    versions[t] = std::vector<std::atomic<uint64_t>>(ops[t].size());
   }
+  const bool weak = o.weak_fraction > 0;
   pmem::SimRegion region(RegionSize(o), kChunkSize);
   pmem::SimDomain dom(&region);
   pmem::SimDomain::SetGlobal(&dom);
-  if (o.threads > 1) dom.set_jitter(o.jitter_one_in, o.jitter_micros);
+  if (o.threads > 1 && !o.lockstep) {
+    dom.set_jitter(o.jitter_one_in, o.jitter_micros);
+  }
   memtable::BytewiseKeyComparator cmp;
   memtable::SkipListOptions lo;
   lo.chunk_size = kChunkSize;
+  if (o.group_commit)
+    lo.commit_mode = memtable::SkipListOptions::CommitMode::kGroup;
   lo.reclaim_space = o.gc_every > 0;
   auto list = std::make_unique<List>(&cmp, &region, region.root(), lo);
   memtable::Reclaimer reclaimer(list->visible_version_word());
@@ -499,50 +341,115 @@ CampaignResult RunCampaign(const CampaignOptions& o) {
 
   std::vector<std::atomic<uint64_t>> acked(o.threads);
   for (auto& a : acked) a.store(0);
-  std::vector<pmem::CrashState> captured;
+  // Ops made durable by completed Persist() calls (guarded by floor_mu).
+  std::vector<uint64_t> floor(o.threads, 0);
+  std::mutex floor_mu;
+  struct Captured {
+    pmem::CrashState cs;
+    Expectation e;
+  };
+  std::vector<Captured> captured;
   std::mt19937_64 rng(o.seed ^ 0x5eed);
-  const bool single = o.threads == 1;
+  const bool inline_check = o.threads == 1 || o.lockstep;
 
-  dom.set_fence_hook(
-      [&](pmem::SimDomain* d, uint64_t idx, const std::string& label) {
-        if (!single && std::uniform_real_distribution<double>(0, 1)(rng) >=
-                           o.capture_probability) {
-          return;
-        }
-        pmem::CrashState cs = d->CaptureLocked(idx, label);
-        for (auto& a : acked)
-          cs.acked.push_back(a.load(std::memory_order_acquire));
-        if (single) {
-          // The workload is paused inside this fence: check right away.
-          Expectation e{&prefixes, cs.acked};
-          checker.ExploreState(cs, e, "st", 0);
-        } else {
-          captured.push_back(std::move(cs));
-        }
-      });
+  auto expect_now = [&](pmem::CrashState* cs) {
+    Expectation e;
+    e.prefixes = &prefixes;
+    e.ops = &ops;
+    e.versions = &versions;
+    e.weak = weak;
+    e.gc = o.gc_every > 0;
+    for (auto& a : acked) e.acked.push_back(a.load(std::memory_order_acquire));
+    {
+      std::lock_guard<std::mutex> g(floor_mu);
+      e.floor = floor;
+    }
+    if (!weak) {
+      e.have_visible = true;
+      e.visible_version = list->VisibleVersion();
+      e.visible = VisibleState(*list, e.visible_version);
+    }
+    cs->acked = e.acked;
+    return e;
+  };
+  dom.set_fence_hook([&](pmem::SimDomain* d, uint64_t idx,
+                         const std::string& label) {
+    if (!inline_check && std::uniform_real_distribution<double>(0, 1)(rng) >=
+                             o.capture_probability) {
+      return;
+    }
+    pmem::CrashState cs = d->CaptureLocked(idx, label);
+    Expectation e = expect_now(&cs);
+    if (inline_check) {
+      // The workload is paused inside this fence: check right away.
+      checker.ExploreState(cs, e, o.lockstep ? "ls" : "st", 0);
+    } else {
+      captured.push_back({std::move(cs), std::move(e)});
+    }
+  });
+
+  // Lockstep: the first pass of each round waits (bounded) for every
+  // thread's advertisement of the round.
+  RoundBarrier barrier(o.threads);
+  std::atomic<uint64_t> round_base{0};
+  std::atomic<bool> round_waited{false};
+  if (o.lockstep) {
+    dom.set_pass_hook([&] {
+      if (round_waited.exchange(true)) return;
+      auto until = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+      while (dom.advertisements() - round_base.load() <
+                 static_cast<uint64_t>(o.threads) &&
+             std::chrono::steady_clock::now() < until) {
+        std::this_thread::yield();
+      }
+    });
+  }
 
   std::atomic<bool> failed{false};
+  std::atomic<uint64_t> persists{0};
   std::string error;
   std::mutex error_mu;
   auto worker = [&](int t) {
     pmem::SimDomain::ScopedThreadOverride scope(&dom);
     for (size_t i = 0; i < ops[t].size(); i++) {
-      if (single && gc && i % o.gc_every == 0) gc->RunPass();
-      Status s;
-      {
-        memtable::Reclaimer::Guard guard(&reclaimer, false);
-        s = Execute(list.get(), ops[t][i]);
+      if (o.lockstep) {
+        barrier.Arrive([&] {
+          round_base.store(dom.advertisements());
+          round_waited.store(false);
+        });
       }
+      if (o.threads == 1 && gc && i % o.gc_every == 0) gc->RunPass();
+      const Op& op = ops[t][i];
+      memtable::Reclaimer::Guard guard(&reclaimer, false);
+      Status s = Execute(list.get(), op);
       if (!s.ok()) {
         std::lock_guard<std::mutex> g(error_mu);
         error = s.ToString();
         failed = true;
         return;
       }
+      // The op's version: its first key's newest node (keys are per thread).
+      const Write& w = op.writes[0];
+      std::string pk(memtable::VarintLength(w.key.size()), '\0');
+      memtable::EncodeVarint32(&pk[0], static_cast<uint32_t>(w.key.size()));
+      pk += w.key;
+      const memtable::IndexNode* f =
+          list->Find(pk.data(), list->VisibleVersion());
+      versions[t][i].store(f ? f->Version() : 0, std::memory_order_release);
       acked[t].store(i + 1, std::memory_order_release);
+      if (o.persist_every > 0 && (i + 1) % o.persist_every == 0) {
+        std::vector<uint64_t> snap;
+        for (auto& a : acked) snap.push_back(a.load(std::memory_order_acquire));
+        list->Persist();
+        persists.fetch_add(1);
+        std::lock_guard<std::mutex> g(floor_mu);
+        for (int u = 0; u < o.threads; u++) {
+          floor[u] = std::max(floor[u], snap[u]);
+        }
+      }
     }
   };
-  if (single) {
+  if (o.threads == 1) {
     worker(0);
     if (gc) gc->RunPass();
   } else {
@@ -569,21 +476,24 @@ CampaignResult RunCampaign(const CampaignOptions& o) {
     if (collector.joinable()) collector.join();
   }
   dom.set_fence_hook(nullptr);
+  dom.set_pass_hook(nullptr);
   res.fences = dom.fences();
+  res.persists = persists.load();
+  memtable::WriteStats ws = list->GetWriteStats();
+  res.passes = ws.passes;
+  res.ads_served = ws.ads_served;
   if (failed) {
     res.failures++;
     res.failed_rules["workload"]++;
     res.messages.push_back("workload failed: " + error);
   }
-  for (const pmem::CrashState& cs : captured) {
-    Expectation e{&prefixes, cs.acked};
-    checker.ExploreState(cs, e, "mt", 0);
+  for (const Captured& c : captured) {
+    checker.ExploreState(c.cs, c.e, "mt", 0);
   }
   // The final state (no crash) must check too.
   {
     pmem::CrashState fin = dom.Capture("end");
-    for (auto& a : acked) fin.acked.push_back(a.load());
-    Expectation e{&prefixes, fin.acked};
+    Expectation e = expect_now(&fin);
     checker.ExploreState(fin, e, "final", 0);
   }
   if (gc) {

@@ -11,13 +11,11 @@
 //  - visible_version equals the newest recovered version (and is not MAX),
 //    every node is visible at it, and the DRAM index shows exactly the
 //    newest live version of every key in the list;
-//  - per writer thread, the recovered keys equal exactly the state after
-//    its acknowledged ops, or after those plus the one op in flight (so an
-//    acknowledged PUT/DELETE/WRITEBATCH is present, a batch is all-or-
-//    nothing, and nothing else appears);
-//  - versions respect each thread's program order (batch = one version);
+//  - the recovered state obeys tests/crash_model.h's rules;
 //  - post-recovery writes work: new PUTs get fresh versions, are visible to
 //    Get, and keep the list sorted.
+// The workload model and the state rules are in tests/crash_model.h (with
+// weak ops: a prefix of the commit order and the Persist() guarantee).
 // With gc_every, the same checks hold while the GC unlinks and reuses
 // versions (it never removes a key's newest version unless a tombstone),
 // and the campaign reports how many nodes the GC unlinked and freed.
@@ -61,6 +59,18 @@ struct CampaignOptions {
   bool durable_only = false;
   // Stop exploring after this many failing states.
   int max_failures = 5;
+  // Durability modes (docs/durability_modes.md): group commit (P15), and
+  // the fraction of ops issued weak (sync=false, P16/P17), checked for a
+  // prefix of the commit order instead of acked/in-flight.
+  bool group_commit = false;
+  double weak_fraction = 0;
+  // A thread calls Persist() after every persist_every-th op (0: never).
+  int persist_every = 0;
+  // Rounds: every thread issues one op per round, and the first combining
+  // pass of a round waits until every thread has advertised, so that it
+  // serves several advertisements (deterministic multi-advertisement
+  // passes). Crash states are then checked at every fence, inline.
+  bool lockstep = false;
   // Version GC (memtable/version_gc.h) with space reuse: single-threaded, a
   // pass on the worker after every gc_every ops (its fences are crash
   // points like any other); multi-threaded, a GC thread running passes
@@ -77,6 +87,9 @@ struct CampaignResult {
   std::map<std::string, uint64_t> failed_rules;  // rule -> count
   std::vector<std::string> messages;             // first few failures
   uint64_t fences = 0;                     // fences executed by the workload
+  uint64_t passes = 0;                     // combining passes (WriteStats)
+  uint64_t ads_served = 0;                 // advertisements they served
+  uint64_t persists = 0;                   // Persist() calls of the workload
   uint64_t gc_unlinked = 0, gc_freed = 0;  // gc_every > 0
   std::string Summary() const;
 };

@@ -5,6 +5,12 @@
 //    every fence of the recoveries that had work to do.
 //  - MultiThreaded: 4 writer threads on interleaved keys (combining across
 //    threads), crash states captured at random fences.
+//  - Lockstep*: 4 threads in rounds; the first pass of every round serves
+//    every thread's advertisement (multi-advertisement passes built
+//    deterministically), with a crash at every fence: group commit (P15),
+//    per-put, and weak durability (P16/P17) with Persist() calls.
+//  - Weak*: a mix of weak (sync=false) and strong ops, checked for a prefix
+//    of the commit order and the Persist() guarantee (tests/crash_model.h).
 //  - WithGc{SingleThreaded,MultiThreaded}: the same with the version GC
 //    unlinking and reusing versions (a pass every few ops on the worker,
 //    or a GC thread): every GC fence is a crash point too.
@@ -13,7 +19,11 @@
 #include <gtest/gtest.h>
 
 #include <chrono>
+#include <condition_variable>
 #include <cstdio>
+#include <cstring>
+#include <mutex>
+#include <thread>
 
 #include "pmem/sim_domain.h"
 #include "tests/crash_campaign.h"
@@ -88,6 +98,164 @@ TEST_F(CrashSimTest, MultiThreaded) {
       static_cast<unsigned long long>(states));
 }
 
+// The simulator itself: thread A flushes a line, thread B then stores newer
+// content to it and persists it, then A fences. A's fence must not put A's
+// older snapshot back (hardware writes back the line as it is, never an
+// older copy). Before the fix, the weak+group campaign "lost" acknowledged
+// strong writes this way.
+TEST(SimDomainTest, FenceNeverMakesALineOlder) {
+  pmem::SimRegion region(64 << 10, 4096);
+  pmem::SimDomain dom(&region);
+  char* p = nullptr;
+  size_t len = 0;
+  ASSERT_TRUE(
+      region.NewChunk(1, 256, pmem::ChunkFit::kAtLeast, false, &p, &len).ok());
+  auto* word = reinterpret_cast<uint64_t*>(p);
+  std::mutex mu;
+  std::condition_variable cv;
+  int step = 0;
+  std::thread a([&] {
+    pmem::SimDomain::ScopedThreadOverride scope(&dom);
+    *word = 1;
+    pmem::SimPersist::Flush(word, sizeof(*word));  // snapshot: 1
+    {
+      std::unique_lock<std::mutex> l(mu);
+      step = 1;
+      cv.notify_all();
+      cv.wait(l, [&] { return step == 2; });
+    }
+    pmem::SimPersist::Fence();  // must not write 1 back over 2
+  });
+  {
+    std::unique_lock<std::mutex> l(mu);
+    cv.wait(l, [&] { return step == 1; });
+  }
+  {
+    pmem::SimDomain::ScopedThreadOverride scope(&dom);
+    *word = 2;
+    pmem::SimPersist::Persist(word, sizeof(*word));
+    pmem::CrashState mid = dom.Capture("mid");
+    // A's stale snapshot is no eviction candidate either.
+    for (const auto& c : mid.candidates) {
+      uint64_t v;
+      std::memcpy(&v, c.data + (region.ToOffset(word) - c.offset), 8);
+      EXPECT_NE(v, 1u) << "stale snapshot offered as a candidate";
+    }
+  }
+  {
+    std::lock_guard<std::mutex> l(mu);
+    step = 2;
+    cv.notify_all();
+  }
+  a.join();
+  pmem::CrashState cs = dom.Capture("end");
+  uint64_t durable;
+  std::memcpy(&durable, cs.durable.data() + region.ToOffset(word), 8);
+  EXPECT_EQ(durable, 2u);
+}
+
+CampaignResult RunTimed(const std::string& name, const CampaignOptions& o) {
+  auto t0 = std::chrono::steady_clock::now();
+  CampaignResult r = RunCampaign(o);
+  Report(name.c_str(), r,
+         std::chrono::duration<double>(std::chrono::steady_clock::now() - t0)
+             .count());
+  std::printf(
+      "  passes %llu, advertisements served %llu (%.2f per pass), "
+      "Persist() calls %llu\n",
+      static_cast<unsigned long long>(r.passes),
+      static_cast<unsigned long long>(r.ads_served),
+      r.passes ? static_cast<double>(r.ads_served) / r.passes : 0.0,
+      static_cast<unsigned long long>(r.persists));
+  return r;
+}
+
+CampaignOptions Lockstep(uint64_t seed) {
+  CampaignOptions o;
+  o.threads = 4;
+  o.lockstep = true;
+  o.seed = seed;
+  o.ops_per_thread = test::LongMode() ? 120 : test::Scaled(30, 3, 2);
+  o.keys_per_thread = 8;
+  o.random_subsets = 2;
+  o.crash_recovery = false;  // recovery crashes: covered by the other tests
+  return o;
+}
+
+// Group commit: every pass that served several advertisements had one fence
+// (P15); a crash before it leaves any subset of them linked, none visible.
+TEST_F(CrashSimTest, LockstepGroupCommit) {
+  CampaignOptions o = Lockstep(21);
+  o.group_commit = true;
+  CampaignResult r = RunTimed("lockstep group commit", o);
+  EXPECT_EQ(r.failures, 0u) << r.Summary();
+  // The multi-advertisement passes really happened.
+  EXPECT_GT(r.ads_served, r.passes + o.ops_per_thread);
+  EXPECT_EQ(r.crash_points, r.fences + 1);
+}
+
+TEST_F(CrashSimTest, LockstepPerPut) {
+  CampaignOptions o = Lockstep(22);
+  CampaignResult r = RunTimed("lockstep per-put", o);
+  EXPECT_EQ(r.failures, 0u) << r.Summary();
+  EXPECT_GT(r.ads_served, r.passes + o.ops_per_thread);
+}
+
+TEST_F(CrashSimTest, LockstepWeak) {
+  for (bool group : {false, true}) {
+    CampaignOptions o = Lockstep(23);
+    o.group_commit = group;
+    o.weak_fraction = 0.7;
+    o.persist_every = 5;
+    CampaignResult r = RunTimed(
+        std::string("lockstep weak, ") + (group ? "group" : "per-put"), o);
+    EXPECT_EQ(r.failures, 0u) << r.Summary();
+    EXPECT_GT(r.ads_served, r.passes + o.ops_per_thread);
+    EXPECT_GT(r.persists, 0u);
+  }
+}
+
+TEST_F(CrashSimTest, WeakSingleThreadedEveryFence) {
+  for (int seed = 1; seed <= (test::LongMode() ? 6 : 2); seed++) {
+    CampaignOptions o;
+    o.seed = 40 + seed;
+    o.ops_per_thread = test::LongMode() ? 300 : test::Scaled(60, 4, 2);
+    o.weak_fraction = seed % 2 ? 0.8 : 0.5;
+    o.persist_every = 4 + seed;
+    o.group_commit = seed % 2 == 0;
+    CampaignResult r =
+        RunTimed("weak single-threaded seed " + std::to_string(seed), o);
+    EXPECT_EQ(r.failures, 0u) << r.Summary();
+    EXPECT_EQ(r.crash_points, r.fences + 1);
+    EXPECT_GT(r.recovery_states, 0u);
+  }
+}
+
+TEST_F(CrashSimTest, WeakAndGroupMultiThreaded) {
+  const int runs = test::LongMode() ? 12 : 1;
+  for (int run = 1; run <= runs; run++) {
+    for (int mode = 0; mode < 2; mode++) {
+      CampaignOptions o;
+      o.threads = 4;
+      o.seed = 200 + run;
+      o.ops_per_thread = test::LongMode() ? 400 : test::Scaled(150, 3, 2);
+      o.keys_per_thread = 8;
+      o.capture_probability = test::LongMode() ? 0.1 : 0.06;
+      o.group_commit = true;
+      if (mode == 1) {
+        o.weak_fraction = 0.6;
+        o.persist_every = 9;
+      }
+      CampaignResult r =
+          RunTimed(std::string(mode ? "weak+group" : "group") +
+                       " multi-threaded run " + std::to_string(run),
+                   o);
+      EXPECT_EQ(r.failures, 0u) << r.Summary();
+      EXPECT_GT(r.crash_points, 1u);
+    }
+  }
+}
+
 TEST_F(CrashSimTest, WithGcSingleThreadedEveryFence) {
   const bool long_mode = test::LongMode();
   uint64_t states = 0, unlinked = 0, freed = 0;
@@ -118,6 +286,47 @@ TEST_F(CrashSimTest, WithGcSingleThreadedEveryFence) {
       static_cast<unsigned long long>(states),
       static_cast<unsigned long long>(unlinked),
       static_cast<unsigned long long>(freed));
+}
+
+// Weak writes with the version GC (P12 with P16/P17): every fence of the
+// workload and of the GC is a crash point; the recovered state must be a
+// prefix of the commit order even though the GC unlinks versions.
+TEST_F(CrashSimTest, WithGcWeakSingleThreadedEveryFence) {
+  for (int seed = 1; seed <= (test::LongMode() ? 6 : 2); seed++) {
+    CampaignOptions o;
+    o.seed = 500 + seed;
+    o.ops_per_thread = test::LongMode() ? 300 : test::Scaled(120, 4, 2);
+    o.keys_per_thread = 6;
+    o.gc_every = 3;
+    o.weak_fraction = seed % 2 ? 0.7 : 0.4;
+    o.persist_every = 5 + seed;
+    o.group_commit = seed % 2 == 0;
+    CampaignResult r =
+        RunTimed("gc + weak single-threaded seed " + std::to_string(seed), o);
+    EXPECT_EQ(r.failures, 0u) << r.Summary();
+    EXPECT_EQ(r.crash_points, r.fences + 1);
+    EXPECT_GT(r.gc_unlinked, 0u);
+  }
+}
+
+TEST_F(CrashSimTest, WithGcWeakMultiThreaded) {
+  const int runs = test::LongMode() ? 12 : 2;
+  for (int run = 1; run <= runs; run++) {
+    CampaignOptions o;
+    o.threads = 3;  // plus the GC thread
+    o.seed = 600 + run;
+    o.ops_per_thread = test::LongMode() ? 400 : test::Scaled(150, 3, 2);
+    o.keys_per_thread = 6;
+    o.capture_probability = test::LongMode() ? 0.1 : 0.06;
+    o.gc_every = 1;
+    o.weak_fraction = 0.6;
+    o.persist_every = 9;
+    o.group_commit = run % 2 == 0;
+    CampaignResult r =
+        RunTimed("gc + weak multi-threaded run " + std::to_string(run), o);
+    EXPECT_EQ(r.failures, 0u) << r.Summary();
+    EXPECT_GT(r.crash_points, 1u);
+  }
 }
 
 TEST_F(CrashSimTest, WithGcMultiThreaded) {

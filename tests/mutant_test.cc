@@ -7,6 +7,7 @@
 #include <chrono>
 #include <cstdio>
 #include <string>
+#include <tuple>
 
 #include "pmem/sim_domain.h"
 #include "tests/crash_campaign.h"
@@ -27,16 +28,35 @@ std::string Rules(const CampaignResult& r) {
   return s.empty() ? "-" : s;
 }
 
-MutantRun RunMutant(pmem::Fault f, int max_failures) {
+// The campaign's durability mode: strong per-put (the paper's), group
+// commit (P15), or weak ops with Persist() calls and group commit (P16/P17).
+enum class Mode { kPerPut, kGroup, kWeak };
+
+void SetMode(Mode mode, CampaignOptions* o) {
+  o->group_commit = mode != Mode::kPerPut;
+  if (mode == Mode::kWeak) {
+    o->weak_fraction = 0.7;
+    o->persist_every = 5;
+  }
+}
+
+const char* ModeName(Mode m) {
+  return m == Mode::kPerPut ? "per-put" : m == Mode::kGroup ? "group" : "weak";
+}
+
+MutantRun RunMutant(pmem::Fault f, int max_failures,
+                    Mode mode = Mode::kPerPut) {
   pmem::SetSimFault(f);
   MutantRun m;
   CampaignOptions st;
+  SetMode(mode, &st);
   st.threads = 1;
   st.seed = 7;
   st.ops_per_thread = test::Scaled(80, 4, 2);
   st.max_failures = max_failures;
   m.single = RunCampaign(st);
   CampaignOptions mt;
+  SetMode(mode, &mt);
   mt.threads = 4;
   mt.seed = 11;
   mt.ops_per_thread = test::Scaled(120, 3, 2);
@@ -46,9 +66,9 @@ MutantRun RunMutant(pmem::Fault f, int max_failures) {
   m.multi = RunCampaign(mt);
   pmem::SetSimFault(pmem::Fault::kNone);
   std::printf(
-      "[mutant] %-24s single: %-5s (%llu states, rules %s)  "
+      "[mutant] %-24s %-7s single: %-5s (%llu states, rules %s)  "
       "multi: %-5s (%llu states, rules %s)  => %s\n",
-      pmem::FaultName(f), m.single.failures ? "CAUGHT" : "pass",
+      pmem::FaultName(f), ModeName(mode), m.single.failures ? "CAUGHT" : "pass",
       static_cast<unsigned long long>(m.single.states), Rules(m.single).c_str(),
       m.multi.failures ? "CAUGHT" : "pass",
       static_cast<unsigned long long>(m.multi.states), Rules(m.multi).c_str(),
@@ -64,9 +84,54 @@ MutantRun RunMutant(pmem::Fault f, int max_failures) {
 }
 
 TEST(MutantTest, UnmutatedSkiplistPasses) {
-  MutantRun m = RunMutant(pmem::Fault::kNone, 5);
-  EXPECT_EQ(m.single.failures, 0u) << m.single.Summary();
-  EXPECT_EQ(m.multi.failures, 0u) << m.multi.Summary();
+  for (Mode mode : {Mode::kPerPut, Mode::kGroup, Mode::kWeak}) {
+    MutantRun m = RunMutant(pmem::Fault::kNone, 5, mode);
+    EXPECT_EQ(m.single.failures, 0u) << m.single.Summary();
+    EXPECT_EQ(m.multi.failures, 0u) << m.multi.Summary();
+  }
+}
+
+// Group commit (P15): publishing visible_version and releasing the waiters
+// before the pass's fence lets a reader (and an acknowledged writer) see a
+// write that a crash then takes away. Caught by "visible-durable" on one
+// thread already (its own pass), and by "acked-present" across threads.
+TEST(MutantTest, PublishBeforeGroupFenceIsCaught) {
+  MutantRun m =
+      RunMutant(pmem::Fault::kPublishBeforeGroupFence, 1, Mode::kGroup);
+  EXPECT_GT(m.single.failures, 0u) << m.single.Summary();
+  EXPECT_TRUE(m.single.failed_rules.count("visible-durable"))
+      << m.single.Summary();
+  // In per-put mode the faulty branch is never taken: the same campaign
+  // passes (the mutant is specific to the group fence).
+  MutantRun p = RunMutant(pmem::Fault::kPublishBeforeGroupFence, 1);
+  EXPECT_FALSE(p.caught()) << p.single.Summary() << "; " << p.multi.Summary();
+}
+
+// Weak durability (P16/P17): clearing the durable cut under the same fence
+// as the re-flushed weak words, or ignoring the cut in recovery, lets a
+// crash keep a later weak write without an earlier one.
+TEST(MutantTest, WeakPrefixMutantsAreCaught) {
+  for (pmem::Fault f :
+       {pmem::Fault::kCutBeforeDrain, pmem::Fault::kNoCutRule}) {
+    MutantRun m = RunMutant(f, 1, Mode::kWeak);
+    EXPECT_GT(m.single.failures, 0u)
+        << pmem::FaultName(f) << ": " << m.single.Summary();
+    EXPECT_TRUE(m.single.failed_rules.count("prefix"))
+        << pmem::FaultName(f) << ": " << m.single.Summary();
+  }
+}
+
+// The persistence mutants of the per-put design are caught under group
+// commit and weak durability too.
+class EveryMutantEveryMode
+    : public ::testing::TestWithParam<std::tuple<pmem::Fault, Mode>> {};
+
+TEST_P(EveryMutantEveryMode, IsCaught) {
+  pmem::Fault f = std::get<0>(GetParam());
+  MutantRun m = RunMutant(f, 1, std::get<1>(GetParam()));
+  EXPECT_TRUE(m.caught()) << pmem::FaultName(f) << " survived: single "
+                          << m.single.Summary() << "; multi "
+                          << m.multi.Summary();
 }
 
 class EveryMutant : public ::testing::TestWithParam<pmem::Fault> {};
@@ -147,6 +212,36 @@ TEST(MutantTest, GcUnlinkNotPersistedIsCaught) {
       << "single " << single.Summary() << "; multi " << multi.Summary();
 }
 
+// The GC with weak writes (P12 + P16/P17): a hold's unlinks become durable
+// under its fence, so pending weak writes must be drained first. Without the
+// drain the GC unlinks a key's older version against a newer weak one that
+// recovery then drops (beyond the durable cut): the key loses its value.
+TEST(MutantTest, GcWithoutWeakDrainIsCaught) {
+  CampaignOptions o;
+  o.threads = 1;
+  o.seed = 17;
+  o.ops_per_thread = test::Scaled(120, 4, 2);
+  o.keys_per_thread = 6;
+  o.gc_every = 3;
+  o.weak_fraction = 0.7;
+  o.persist_every = 7;
+  o.max_failures = 1;
+  CampaignResult clean = RunCampaign(o);
+  pmem::SetSimFault(pmem::Fault::kGcNoWeakDrain);
+  CampaignResult faulty = RunCampaign(o);
+  pmem::SetSimFault(pmem::Fault::kNone);
+  std::printf("[mutant] %-24s single: %-5s (%llu states, rules %s)  => %s\n",
+              pmem::FaultName(pmem::Fault::kGcNoWeakDrain),
+              faulty.failures ? "CAUGHT" : "pass",
+              static_cast<unsigned long long>(faulty.states),
+              Rules(faulty).c_str(), faulty.failures ? "caught" : "MISSED");
+  for (const auto& msg : faulty.messages)
+    std::printf("    st: %s\n", msg.c_str());
+  EXPECT_EQ(clean.failures, 0u) << clean.Summary();
+  EXPECT_GT(clean.gc_unlinked, 0u);
+  EXPECT_GT(faulty.failures, 0u) << faulty.Summary();
+}
+
 INSTANTIATE_TEST_SUITE_P(
     AllFaults, EveryMutant,
     ::testing::Values(pmem::Fault::kNoNodeFlush, pmem::Fault::kNoPrepareFence,
@@ -155,6 +250,19 @@ INSTANTIATE_TEST_SUITE_P(
                       pmem::Fault::kNoMaxRule),
     [](const ::testing::TestParamInfo<pmem::Fault>& i) {
       return std::string(pmem::FaultName(i.param)).substr(1);
+    });
+
+INSTANTIATE_TEST_SUITE_P(
+    GroupAndWeak, EveryMutantEveryMode,
+    ::testing::Combine(::testing::Values(pmem::Fault::kNoNodeFlush,
+                                         pmem::Fault::kNoVersionFlush,
+                                         pmem::Fault::kNoLinkFlush,
+                                         pmem::Fault::kBatchModeBeforeCommit,
+                                         pmem::Fault::kNoMaxRule),
+                       ::testing::Values(Mode::kGroup, Mode::kWeak)),
+    [](const ::testing::TestParamInfo<std::tuple<pmem::Fault, Mode>>& i) {
+      return std::string(pmem::FaultName(std::get<0>(i.param))).substr(1) +
+             "_" + (std::get<1>(i.param) == Mode::kGroup ? "group" : "weak");
     });
 
 }  // namespace

@@ -14,7 +14,8 @@
 // The verified state is the base for the next kill on the same pool, so
 // recoveries of recovered pools (and kills during recovery, delay 0) are
 // exercised too. The child's version GC runs every millisecond, so kills
-// also interrupt its unlinks and the reuse of freed nodes.
+// also interrupt its unlinks and the reuse of freed nodes. Per-put and
+// group commit (P15) each get a campaign.
 // FLINTKV_LONG_TESTS=1: 500 kills instead of 20.
 #include <fcntl.h>
 #include <gtest/gtest.h>
@@ -322,6 +323,7 @@ class CrashTest : public ::testing::Test {
     uint64_t base_seed;
     int max_threads;  // 1..kMaxThreads writer threads per child
     bool batch_only;
+    bool group_commit = false;  // one fence per combining pass (P15)
   };
   void RunKills(const Mode& mode);
 };
@@ -343,6 +345,7 @@ void CrashTest::RunKills(const Mode& mode) {
       // The child's version GC runs as often as it can: kills also land in
       // its passes (unlinks, reuse of freed nodes), docs/gc.md.
       options.gc_interval_ms = 1;
+      options.durability.group_commit = mode.group_commit;
       std::unique_ptr<Store> s;
       // Created here: a kill during pool creation is not what we test.
       ASSERT_TRUE(Store::Open(options, &s).ok());
@@ -511,6 +514,12 @@ void CrashTest::RunKills(const Mode& mode) {
 
 TEST_F(CrashTest, SigkillDuringConcurrentWrites) {
   RunKills({test::LongMode() ? 500 : 20, 10, 1, kMaxThreads, false});
+}
+
+// The same with group commit: kills land between a pass's links and its
+// single fence (P15), where several unacknowledged puts are linked.
+TEST_F(CrashTest, SigkillDuringConcurrentWritesGroupCommit) {
+  RunKills({test::LongMode() ? 500 : 20, 10, 3, kMaxThreads, false, true});
 }
 
 // One or two writers doing only batches: kills land inside batches (and

@@ -9,6 +9,11 @@
 //              and no fences, on the same pool: the volatile upper bound.
 //   globallock DurableSkipList<PmemPersist> with SkipListOptions::global_lock:
 //              every phase of every update under one mutex.
+// --durability adds flintkv-group (group commit, P15) and flintkv-weak (weak
+// durability, P16/P17) next to flintkv (per-put). A second table gives the
+// write-path counters of each run (WriteStats, issue 9.4): fences and
+// MFENCEs per put, advertisements served per combining pass, time in the
+// combiner's critical section per put, validation retries per put.
 //
 // Each run uses a fresh pool file, pre-generated unique random keys (a
 // seeded bijection of the key index, so keys are random-looking, reproducible
@@ -88,6 +93,15 @@ DEFINE_string(verify, "full",
               "sample: count + sampled lookups");
 DEFINE_int32(verify_samples, 2000, "Keys looked up after each run");
 DEFINE_uint64(chunk_size, 4 << 20, "PMEM chunk handed to each writer");
+DEFINE_string(durability, "perput",
+              "Comma list of the flintkv impl's durability modes: perput "
+              "(one fence per put, the paper's; impl 'flintkv'), group (one "
+              "fence per combining pass; 'flintkv-group'), weak (sync=false, "
+              "a persister thread calls Persist() every "
+              "--persist_interval_us, and once at the end of the timed run; "
+              "'flintkv-weak')");
+DEFINE_uint32(persist_interval_us, 1000,
+              "Weak mode: background persistence bound");
 
 namespace flintkv {
 namespace bench {
@@ -248,6 +262,7 @@ struct RunResult {
   double p50_us = 0;
   double p99_us = 0;
   double cpus = 0;  // process CPU time / wall time over the timed region
+  memtable::WriteStats stats;
 };
 
 // Start barrier: every worker checks in, then the main thread opens the gate
@@ -269,7 +284,7 @@ std::string g_pool_notice;  // the pool's one-line "emulated PMEM" notice
 
 template <class P>
 RunResult RunOnce(const std::string& impl, const SkipListOptions& list_options,
-                  uint64_t num, int threads, int run_id) {
+                  bool weak, uint64_t num, int threads, int run_id) {
   const size_t ks = static_cast<size_t>(FLAGS_key_size);
   const size_t vs = static_cast<size_t>(FLAGS_value_size);
   const size_t klen = memtable::VarintLength(ks) + ks;
@@ -354,7 +369,7 @@ RunResult RunOnce(const std::string& impl, const SkipListOptions& list_options,
         if (FLAGS_batch_size <= 0) {
           pmem::NvmNode* node = make_node(i);
           if (!node) break;
-          s = list->Insert(node);
+          s = list->Insert(node, nullptr, !weak);
           i++;
         } else {
           batch.clear();
@@ -364,7 +379,7 @@ RunResult RunOnce(const std::string& impl, const SkipListOptions& list_options,
             batch.push_back(node);
           }
           if (failed.load()) break;
-          s = list->InsertBatch(batch.data(), batch.size());
+          s = list->InsertBatch(batch.data(), batch.size(), !weak);
         }
         Clock::time_point now = Clock::now();
         uint64_t ns =
@@ -384,11 +399,29 @@ RunResult RunOnce(const std::string& impl, const SkipListOptions& list_options,
     std::vector<std::thread> workers;
     for (int t = 0; t < threads; t++) workers.emplace_back(worker, t);
     while (gate.ready.load() < threads) sched_yield();
+    // Weak mode: the background persistence bound (as Store's).
+    std::atomic<bool> stop_persister{false};
+    std::thread persister;
+    if (weak) {
+      persister = std::thread([&] {
+        while (!stop_persister.load(std::memory_order_relaxed)) {
+          std::this_thread::sleep_for(
+              std::chrono::microseconds(FLAGS_persist_interval_us));
+          if (list->HasUnpersisted()) list->Persist();
+        }
+      });
+    }
     double cpu0 = ProcessCpuSeconds();
     Clock::time_point start = Clock::now();
     gate.go.store(true, std::memory_order_release);
     for (auto& w : workers) w.join();
+    if (weak) {
+      list->Persist();  // every write durable before the clock stops
+      stop_persister = true;
+      persister.join();
+    }
     Clock::time_point end = Clock::now();
+    result.stats = list->GetWriteStats();
     double cpu1 = ProcessCpuSeconds();
     if (failed) Die(impl + ": run failed: " + failure);
 
@@ -532,14 +565,84 @@ RunResult RunImpl(const Config& c, int run_id) {
     return r;
   }
   SkipListOptions lo;
-  if (c.impl == "flintkv") {
-    return RunOnce<pmem::PmemPersist>(c.impl, lo, c.num, c.threads, run_id);
+  if (c.impl == "flintkv" || c.impl == "flintkv-weak") {
+    return RunOnce<pmem::PmemPersist>(c.impl, lo, c.impl == "flintkv-weak",
+                                      c.num, c.threads, run_id);
+  }
+  if (c.impl == "flintkv-group") {
+    lo.commit_mode = SkipListOptions::CommitMode::kGroup;
+    return RunOnce<pmem::PmemPersist>(c.impl, lo, false, c.num, c.threads,
+                                      run_id);
   }
   if (c.impl == "volatile") {
-    return RunOnce<pmem::NoPersist>(c.impl, lo, c.num, c.threads, run_id);
+    return RunOnce<pmem::NoPersist>(c.impl, lo, false, c.num, c.threads,
+                                    run_id);
   }
   lo.global_lock = true;
-  return RunOnce<pmem::PmemPersist>(c.impl, lo, c.num, c.threads, run_id);
+  return RunOnce<pmem::PmemPersist>(c.impl, lo, false, c.num, c.threads,
+                                    run_id);
+}
+
+// "flintkv" expands into one impl per --durability mode.
+std::vector<std::string> ExpandDurability(const std::vector<std::string>& in) {
+  std::vector<std::string> modes;
+  std::stringstream ss(FLAGS_durability);
+  std::string m;
+  while (std::getline(ss, m, ',')) {
+    if (m == "perput") {
+      modes.push_back("flintkv");
+    } else if (m == "group" || m == "weak") {
+      modes.push_back("flintkv-" + m);
+    } else {
+      Die("--durability: '" + m + "' is not perput, group or weak");
+    }
+  }
+  std::vector<std::string> out;
+  for (const std::string& impl : in) {
+    if (impl == "flintkv") {
+      out.insert(out.end(), modes.begin(), modes.end());
+    } else {
+      out.push_back(impl);
+    }
+  }
+  return out;
+}
+
+// Write-path counters per put (per call with --batch_size), medians of the
+// repeats (issue 9.4).
+void PrintCounters(const std::vector<std::string>& impls,
+                   const std::vector<uint64_t>& nums,
+                   const std::vector<uint64_t>& thread_list,
+                   const std::map<std::tuple<std::string, int, uint64_t>,
+                                  std::vector<RunResult>>& results) {
+  std::printf(
+      "\n| impl | threads | num | fences/put | mfences/put | ads/pass | "
+      "critical ns/put | retries/put | barriers |\n"
+      "|---|---:|---:|---:|---:|---:|---:|---:|---:|\n");
+  for (uint64_t num : nums) {
+    for (uint64_t t : thread_list) {
+      for (const std::string& impl : impls) {
+        auto it = results.find({impl, static_cast<int>(t), num});
+        if (it == results.end()) continue;
+        std::vector<double> f, mf, ap, cs, rt, br;
+        for (const RunResult& r : it->second) {
+          const memtable::WriteStats& w = r.stats;
+          double ops = static_cast<double>(std::max<uint64_t>(w.ops, 1));
+          f.push_back(w.fences / ops);
+          mf.push_back(w.full_fences / ops);
+          ap.push_back(w.passes ? static_cast<double>(w.ads_served) / w.passes
+                                : 0);
+          cs.push_back(w.critical_ns / ops);
+          rt.push_back(w.retries / ops);
+          br.push_back(static_cast<double>(w.barriers));
+        }
+        std::printf("| %s | %" PRIu64 " | %" PRIu64
+                    " | %.3f | %.3f | %.2f | %.0f | %.4f | %.0f |\n",
+                    impl.c_str(), t, num, Median(f), Median(mf), Median(ap),
+                    Median(cs), Median(rt), Median(br));
+      }
+    }
+  }
 }
 
 std::string Fmt(const char* fmt, double v) {
@@ -573,6 +676,7 @@ int Main(int argc, char** argv) {
     }
     if (impls.empty()) Die("--impl is empty");
   }
+  impls = ExpandDurability(impls);
   std::vector<uint64_t> nums = ParseList(FLAGS_num, "num");
   std::vector<uint64_t> thread_list = ParseList(FLAGS_threads, "threads");
   for (uint64_t t : thread_list) {
@@ -658,13 +762,29 @@ int Main(int argc, char** argv) {
   for (int r = 0; r < FLAGS_repeats; r++) {
     for (const Config& c : configs) {
       RunResult res = RunImpl(c, run_id++);
+      // Write-path counters (issue 9.4) as name=value fields, for
+      // scripts/paper_figures.py; only FlintKV's lists keep them.
+      std::string counters;
+      const memtable::WriteStats& w = res.stats;
+      if (w.ops > 0) {
+        double ops = static_cast<double>(w.ops);
+        char buf[200];
+        std::snprintf(buf, sizeof(buf),
+                      "  fences/put=%.3f ads/pass=%.2f critical_ns/put=%.0f "
+                      "retries/put=%.4f",
+                      w.fences / ops,
+                      w.passes ? static_cast<double>(w.ads_served) / w.passes
+                               : 0.0,
+                      w.critical_ns / ops, w.retries / ops);
+        counters = buf;
+      }
       std::fprintf(stderr,
                    "run %d/%d %-10s threads=%-3d num=%-8" PRIu64
                    " %9.0f ops/s  p50 %7.2f us  p99 %8.2f us  cpus %.2f"
-                   "  (%.2f s)\n",
+                   "  (%.2f s)%s\n",
                    r + 1, FLAGS_repeats, c.impl.c_str(), c.threads, c.num,
                    res.ops_per_sec, res.p50_us, res.p99_us, res.cpus,
-                   res.seconds);
+                   res.seconds, counters.c_str());
       results[{c.impl, c.threads, c.num}].push_back(res);
     }
   }
@@ -714,16 +834,15 @@ int Main(int argc, char** argv) {
         *s = summarize(it->second);
         return true;
       };
-      Summary fk, vol, gl;
-      bool has_fk = get("flintkv", &fk);
-      (void)has_fk;
+      Summary vol, gl;
       bool has_vol = get("volatile", &vol);
       bool has_gl = get("globallock", &gl);
       for (const std::string& impl : impls) {
         Summary s;
         get(impl, &s);
+        const Summary& fk = s;
         std::string r1, r2, r3, r4;
-        if (impl == "flintkv") {
+        if (impl.compare(0, 7, "flintkv") == 0) {
           r1 = has_vol ? Fmt("%.2f", fk.ops / vol.ops) : "–";
           r2 = has_gl ? Fmt("%.2f", fk.ops / gl.ops) : "–";
           r3 = has_vol ? Fmt("%.2f", fk.ops_per_cpu / vol.ops_per_cpu) : "–";
@@ -738,6 +857,7 @@ int Main(int argc, char** argv) {
       }
     }
   }
+  PrintCounters(impls, nums, thread_list, results);
   return 0;
 }
 

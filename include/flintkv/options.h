@@ -38,6 +38,22 @@ struct PoolOptions {
   std::function<void(const std::string&)> info_log;
 };
 
+// How the standalone store makes writes durable (docs/durability_modes.md).
+struct DurabilityOptions {
+  // Strong writes (WriteOptions::sync, the default): false = one fence per
+  // write, the paper's combiner; true = group commit, one fence per
+  // combining pass for every write it served (each writer still returns
+  // only after that fence).
+  bool group_commit = false;
+  // Weak writes (WriteOptions::sync = false) become durable without a
+  // Persist() call within about this many microseconds (a background thread
+  // per store, started by the first weak write, calls Persist()); plus
+  // scheduling delay on a loaded machine. 0: no background thread; weak
+  // writes become durable only at Persist(), at the next strong write, or
+  // at Close().
+  uint32_t persist_interval_us = 1000;
+};
+
 struct StoreOptions {
   PoolOptions pool;
   size_t max_key_size = 64 << 10;    // bytes
@@ -56,6 +72,18 @@ struct StoreOptions {
   // Level-0 nodes a pass examines per hold of the writers' combiner lock:
   // bounds how long a writer waits for the GC.
   uint32_t gc_nodes_per_hold = 256;
+  DurabilityOptions durability;
+};
+
+// Per-write options of the standalone store.
+struct WriteOptions {
+  // true: the write is durable when it returns (durable linearizability).
+  // false (weak durability): it returns once visible to readers; it becomes
+  // durable at the next Store::Persist(), the next sync write, Close(), or
+  // within DurabilityOptions::persist_interval_us. A crash keeps a prefix of
+  // the commit order (never a later write without an earlier one, never
+  // part of a batch).
+  bool sync = true;
 };
 
 }  // namespace flintkv

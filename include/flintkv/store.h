@@ -2,9 +2,20 @@
 //
 // Thread safety: all Store methods may be called concurrently from any number
 // of threads. An Iterator is used by one thread at a time.
-// Durability: when Put, Delete or Write returns OK the update is durable
-// (durable linearizability); after a crash, reopening the pool brings back
-// every acknowledged update and nothing from a torn batch.
+// Durability (docs/durability_modes.md):
+//  - sync writes (WriteOptions::sync, the default): when Put, Delete or Write
+//    returns OK the update is durable (durable linearizability); after a
+//    crash, reopening the pool brings back every acknowledged update and
+//    nothing from a torn batch. DurabilityOptions::group_commit chooses one
+//    fence per write (default) or one per combining pass.
+//  - weak writes (sync = false, AciKV-style weak durability): the call
+//    returns once the update is visible. Persist() is a barrier: when it
+//    returns, every write that returned before it was called is durable.
+//    Without a barrier, a weak write is durable within about
+//    DurabilityOptions::persist_interval_us. After a crash the store holds a
+//    prefix of the commit order: every update up to some point and none
+//    after it, batches whole; every sync write and every write covered by a
+//    completed Persist() is inside that prefix.
 // Visibility: a WriteBatch becomes visible atomically; a Snapshot (and any
 // Iterator) observes one point in time, forward and backward.
 // Space (StoreOptions::gc, docs/gc.md): versions that no open Snapshot,
@@ -87,6 +98,9 @@ struct StoreStats {
   uint64_t recovered_nodes = 0;
   uint64_t dropped_uncommitted = 0;  // version-MAX nodes (P4)
   uint64_t rolled_back_batch = 0;    // nodes of a torn batch (P3)
+  uint64_t dropped_unpersisted = 0;  // weak writes past the durable prefix
+  // Weak writes may be waiting for Persist (or the background bound).
+  bool weak_writes_pending = false;
   bool emulated_pmem = true;
   // Version GC (zero when off).
   uint64_t gc_passes = 0;
@@ -103,9 +117,20 @@ class Store {
 
   virtual ~Store() = default;
 
-  virtual Status Put(std::string_view key, std::string_view value) = 0;
-  virtual Status Delete(std::string_view key) = 0;
-  virtual Status Write(const WriteBatch& batch) = 0;
+  virtual Status Put(const WriteOptions& options, std::string_view key,
+                     std::string_view value) = 0;
+  virtual Status Delete(const WriteOptions& options, std::string_view key) = 0;
+  virtual Status Write(const WriteOptions& options,
+                       const WriteBatch& batch) = 0;
+  // Sync writes (WriteOptions defaults).
+  Status Put(std::string_view key, std::string_view value) {
+    return Put(WriteOptions(), key, value);
+  }
+  Status Delete(std::string_view key) { return Delete(WriteOptions(), key); }
+  Status Write(const WriteBatch& batch) { return Write(WriteOptions(), batch); }
+  // Barrier for weak writes: when it returns OK, every write that returned
+  // before the call is durable. Cheap when nothing is pending.
+  virtual Status Persist() = 0;
   // NotFound if absent or deleted. snapshot may be null (latest).
   virtual Status Get(std::string_view key, std::string* value,
                      const Snapshot* snapshot = nullptr) = 0;
@@ -117,8 +142,9 @@ class Store {
   // Runs one full GC pass now (also while the background thread runs) and
   // frees what no reader holds. InvalidArgument if StoreOptions::gc is off.
   virtual Status GarbageCollect() = 0;
-  // Flushes nothing (every write is already durable); releases the pool.
-  // Also done by the destructor.
+  // Makes pending weak writes durable (Persist), stops the background
+  // persistence and GC threads, releases the pool. Also done by the
+  // destructor.
   virtual Status Close() = 0;
 };
 

@@ -19,6 +19,7 @@ memtable::SkipListOptions RepListOptions(uint64_t chunk_size) {
   o.unique_keys = true;         // internal keys (user key, seq, type)
   o.collapse_versions = false;  // RocksDB wants every entry
   o.chunk_size = chunk_size;
+  o.write_stats = false;  // RocksDB accounts the memtable's DRAM
   return o;
 }
 

@@ -1,0 +1,296 @@
+// Definitions for durable_skiplist.h, commit side: the flat combiner (ATTACH,
+// PROCESS_PUT, PROCESS_WRITEBATCH), its three durability modes (per-put P2,
+// group P15, weak P16/P17), the Persist barrier and the write statistics.
+// Everything here except Attach's advertisement and the statistics sums runs
+// under the combiner lock. Every flush/fence names the invariant it serves.
+#pragma once
+
+#include <x86intrin.h>
+
+#include <algorithm>
+
+#include "memtable/durable_skiplist_inl.h"  // detail::Backoff
+#include "pmem/persist.h"
+
+namespace flintkv {
+namespace memtable {
+
+// ATTACH (Alg. 1 lines 27-44): advertise, then either observe completion or
+// become the combiner.
+template <class P>
+int DurableSkipList<P>::Attach(Slot* slot) {
+  slot->status.store(kReady, std::memory_order_release);
+  P::OnAdvertise();  // test seam (crash simulator); empty in production
+  int spins = 0;
+  while (true) {
+    int st = slot->status.load(std::memory_order_acquire);
+    if (st != kReady) return st;  // early release by another combiner
+    if (!combiner_lock_.load(std::memory_order_relaxed) &&
+        !combiner_lock_.exchange(true, std::memory_order_acquire)) {
+      uint64_t t0 = Ticks();
+      CombineAll(slot);
+      Bump(slot, &SlotStats::crit_ticks, Ticks() - t0);
+      combiner_lock_.store(false, std::memory_order_release);
+      if (slot->sync &&
+          options_.commit_mode == SkipListOptions::CommitMode::kPerPut) {
+        // Alg. 1 line 40 (P2): our own link is durable before we return.
+        // (Group passes fenced before releasing anyone, P15; weak writes do
+        // not wait for a fence, P16.)
+        P::FullFence();
+        if (P::kDurable) Bump(slot, &SlotStats::full_fences);
+      }
+      return slot->status.load(std::memory_order_acquire);
+    }
+    detail::Backoff(&spins);
+  }
+}
+
+template <class P>
+void DurableSkipList<P>::LockCombiner() {
+  int spins = 0;
+  while (combiner_lock_.load(std::memory_order_relaxed) ||
+         combiner_lock_.exchange(true, std::memory_order_acquire)) {
+    detail::Backoff(&spins);
+  }
+}
+
+// One pass: the strong (sync) advertisements first, then the weak ones, so
+// that every strong write of the pass is durable (P2/P15) before a weak
+// epoch may start (P17's cut must not fall below an acknowledged write).
+template <class P>
+void DurableSkipList<P>::CombineAll(Slot* me) {
+  P::OnPassStart();  // test seam (crash simulator); empty in production
+  Bump(me, &SlotStats::passes);
+  uint64_t v = visible_version_.load(std::memory_order_relaxed);
+  CombineStrong(me, &v);
+  CombineWeak(me, &v);
+}
+
+template <class P>
+void DurableSkipList<P>::CombineStrong(Slot* me, uint64_t* v) {
+  const bool group =
+      options_.commit_mode == SkipListOptions::CommitMode::kGroup;
+  bool started = false;
+  group_.clear();
+  ForEachSlot(this, [&](Slot& s) {
+    if (s.status.load(std::memory_order_acquire) != kReady || !s.sync) return;
+    Bump(me, &SlotStats::ads);
+    if (!started) {
+      started = true;
+      // P16/P17: earlier weak writes become durable before any strong write
+      // of this pass can be acknowledged.
+      if (cut_active_) EndWeakEpoch(me);
+    }
+    if (s.batch) {
+      // Fences of its own (P3); they also drain this pass's earlier group
+      // links, so publishing commit+1 below covers those versions too.
+      ProcessBatch(s.batch, *v + 1, me);
+      *v += 1;
+      visible_version_.store(*v, std::memory_order_release);  // P5
+      s.status.store(kSuccess, std::memory_order_release);
+      return;
+    }
+    if (!ProcessPut(s.put, *v + 1, group ? LinkMode::kGroup : LinkMode::kPerPut,
+                    me)) {
+      s.status.store(kFailed, std::memory_order_release);  // nothing linked
+      return;
+    }
+    *v += 1;
+    if (group) {
+      group_.push_back(&s);
+      return;
+    }
+    visible_version_.store(*v, std::memory_order_release);  // P5, after P2
+    s.status.store(kSuccess, std::memory_order_release);
+  });
+  if (group_.empty()) return;
+  if (P::Faulty(pmem::Fault::kPublishBeforeGroupFence)) {
+    visible_version_.store(*v, std::memory_order_release);
+    for (Slot* s : group_) s->status.store(kSuccess, std::memory_order_release);
+    CountedFence(me);
+    return;
+  }
+  // P15: the group fence; every version and link of the pass is durable.
+  CountedFence(me);
+  visible_version_.store(*v, std::memory_order_release);  // P5, after P15
+  for (Slot* s : group_) s->status.store(kSuccess, std::memory_order_release);
+}
+
+template <class P>
+void DurableSkipList<P>::CombineWeak(Slot* me, uint64_t* v) {
+  ForEachSlot(this, [&](Slot& s) {
+    if (s.status.load(std::memory_order_acquire) != kReady || s.sync) return;
+    Bump(me, &SlotStats::ads);
+    // P17: the cut is durable before the epoch's first weak link.
+    if (!cut_active_) BeginWeakEpoch(*v + 1, me);
+    if (s.batch) {
+      ProcessBatchWeak(s.batch, *v + 1, me);
+    } else if (!ProcessPut(s.put, *v + 1, LinkMode::kWeak, me)) {
+      s.status.store(kFailed, std::memory_order_release);
+      return;
+    }
+    *v += 1;
+    weak_dirty_.store(true, std::memory_order_relaxed);
+    visible_version_.store(*v, std::memory_order_release);  // P5 (not P2)
+    s.status.store(kSuccess, std::memory_order_release);
+  });
+}
+
+// PROCESS_PUT (Alg. 2) with version v. Runs under the combiner lock (or the
+// global lock). Returns false, having changed nothing, if the cached
+// neighbours are stale.
+template <class P>
+bool DurableSkipList<P>::ProcessPut(PutAdv* adv, uint64_t v, LinkMode mode,
+                                    Slot* me) {
+  IndexNode* in = adv->inode;
+  IndexNode* pred = adv->preds[0];
+  // Level 0 only changes under this lock, so a relaxed load suffices.
+  if (pred->next_[0].load(std::memory_order_relaxed) != adv->succs[0]) {
+    return false;
+  }
+  in->version.store(v, std::memory_order_relaxed);
+  pmem::NvmNode* pn = in->pnode;
+  pn->version = v;
+  if (!P::Faulty(pmem::Fault::kNoVersionFlush)) {
+    // Rule R1: flushed but not fenced here; the link's fence (P2), the
+    // group fence (P15) or the weak drain (P16) covers it, and a crash
+    // before that leaves version MAX, which recovery drops (P4).
+    P::Flush(&pn->version, sizeof(pn->version));
+  }
+  pred->next_[0].store(in, std::memory_order_release);  // visible to locate
+  pmem::NvmNode* pred_pn = pred->pnode;
+  pred_pn->next = ToOffset(pn);
+  if (!P::Faulty(pmem::Fault::kNoLinkFlush)) {
+    if (mode == LinkMode::kPerPut) {
+      // P2: the single fence of a PUT; durable link + version.
+      CountedPersist(me, &pred_pn->next, sizeof(pred_pn->next));
+    } else {
+      // P15: fenced by the pass's group fence; P16: by the weak drain.
+      P::Flush(&pred_pn->next, sizeof(pred_pn->next));
+    }
+  }
+  if (mode == LinkMode::kWeak) {
+    unpersisted_.push_back(&pn->version);  // P16: re-flushed by the drain
+    unpersisted_.push_back(&pred_pn->next);
+  }
+  return true;
+}
+
+// PROCESS_WRITEBATCH (Alg. 4): every node gets version v = commit + 1.
+template <class P>
+void DurableSkipList<P>::ProcessBatch(std::vector<PutAdv>* batch, uint64_t v,
+                                      Slot* me) {
+  const uint64_t commit = v - 1;
+  if (P::Faulty(pmem::Fault::kBatchModeBeforeCommit)) {
+    root_->batch_mode = 1;
+    CountedPersist(me, &root_->batch_mode, sizeof(root_->batch_mode));
+    root_->commit_version = commit;
+    CountedPersist(me, &root_->commit_version, sizeof(root_->commit_version));
+  } else {
+    // P3: the rollback bound is durable before batch mode is entered.
+    root_->commit_version = commit;
+    CountedPersist(me, &root_->commit_version, sizeof(root_->commit_version));
+    root_->batch_mode = 1;
+    CountedPersist(me, &root_->batch_mode, sizeof(root_->batch_mode));
+  }
+  for (PutAdv& a : *batch) {
+    // At most one retry: the re-locate runs under the lock (§4.2).
+    while (!ProcessPut(&a, v, LinkMode::kPerPut, me)) {
+      Bump(me, &SlotStats::retries);
+      Locate(a.inode->key(), a.preds, a.succs);
+      Prepare(&a, me);
+    }
+  }
+  root_->batch_mode = 0;
+  // P3: commit point; every node of the batch was persisted before this.
+  CountedPersist(me, &root_->batch_mode, sizeof(root_->batch_mode));
+}
+
+// A weak batch needs no batch record: all its nodes share version v, which
+// is >= the durable cut until a drain makes all of them durable (P17).
+template <class P>
+void DurableSkipList<P>::ProcessBatchWeak(std::vector<PutAdv>* batch,
+                                          uint64_t v, Slot* me) {
+  for (PutAdv& a : *batch) {
+    while (!ProcessPut(&a, v, LinkMode::kWeak, me)) {
+      Bump(me, &SlotStats::retries);
+      Locate(a.inode->key(), a.preds, a.succs);
+      Prepare(&a, me);
+    }
+  }
+}
+
+template <class P>
+void DurableSkipList<P>::BeginWeakEpoch(uint64_t first_unpersisted, Slot* me) {
+  root_->durable_cut = first_unpersisted;
+  // P17: the cut is durable before any weak link can reach NVM (by a flush
+  // or by an eviction).
+  CountedPersist(me, &root_->durable_cut, sizeof(root_->durable_cut));
+  cut_active_ = true;
+}
+
+template <class P>
+void DurableSkipList<P>::EndWeakEpoch(Slot* me) {
+  Bump(me, &SlotStats::barriers);
+  if (P::Faulty(pmem::Fault::kCutBeforeDrain)) {
+    root_->durable_cut = 0;
+    P::Flush(&root_->durable_cut, sizeof(root_->durable_cut));
+    for (const uint64_t* w : unpersisted_) P::Flush(w, sizeof(*w));
+    CountedFence(me);
+  } else {
+    if (!unpersisted_.empty()) {
+      // P16: this thread re-flushes every weak word (the combiners that
+      // wrote them may be other threads, whose flushes our fence does not
+      // drain), then fences.
+      for (const uint64_t* w : unpersisted_) P::Flush(w, sizeof(*w));
+      CountedFence(me);
+    }
+    // P17: cleared only now that every version below it is durable.
+    root_->durable_cut = 0;
+    CountedPersist(me, &root_->durable_cut, sizeof(root_->durable_cut));
+  }
+  unpersisted_.clear();
+  cut_active_ = false;
+  weak_dirty_.store(false, std::memory_order_relaxed);
+}
+
+template <class P>
+void DurableSkipList<P>::Persist() {
+  std::unique_lock<std::mutex> overflow;
+  Slot* me = AcquireSlot(&overflow);
+  LockCombiner();
+  uint64_t t0 = Ticks();
+  // Every write that returned before this call is linked, so covered.
+  if (cut_active_) EndWeakEpoch(me);
+  Bump(me, &SlotStats::crit_ticks, Ticks() - t0);
+  combiner_lock_.store(false, std::memory_order_release);
+}
+
+template <class P>
+WriteStats DurableSkipList<P>::GetWriteStats() const {
+  WriteStats w;
+  uint64_t ticks = 0;
+  auto get = [](const std::atomic<uint64_t>& c) {
+    return c.load(std::memory_order_relaxed);
+  };
+  ForEachSlot(this, [&](const Slot& slot) { w.nodes += get(slot.nodes); });
+  auto add = [&](const SlotStats& s) {
+    w.ops += get(s.ops);
+    w.fences += get(s.fences);
+    w.full_fences += get(s.full_fences);
+    w.passes += get(s.passes);
+    w.ads_served += get(s.ads);
+    w.retries += get(s.retries);
+    ticks += get(s.crit_ticks);
+    w.barriers += get(s.barriers);
+  };
+  stat_pages_.ForEach(add);
+  add(overflow_stats_);
+  w.critical_ns =
+      static_cast<uint64_t>(static_cast<double>(ticks) /
+                            std::max(pmem::internal::TicksPerNano(), 1e-9));
+  return w;
+}
+
+}  // namespace memtable
+}  // namespace flintkv
