@@ -178,10 +178,6 @@ void DurableSkipList<P>::Locate(const char* key, IndexNode** preds,
 template <class P>
 void DurableSkipList<P>::Prepare(PutAdv* adv, Slot* me) {
   IndexNode* in = adv->inode;
-  // The combiner stores to the predecessor's PMEM node (its next); that
-  // line is usually not cached. Fetched now, its miss overlaps this
-  // prepare's write-back instead of lengthening the critical section.
-  P::Prefetch(adv->preds[0]->pnode);
   for (int i = 0; i < in->height; i++) {
     in->next_[i].store(adv->succs[i], std::memory_order_relaxed);
   }
