@@ -106,7 +106,7 @@ struct WriteStats {
   uint64_t ops = 0;          // Insert/InsertBatch calls that linked
   uint64_t nodes = 0;        // nodes inserted
   uint64_t fences = 0;       // SFENCE drains on the write path (all threads)
-  uint64_t full_fences = 0;  // MFENCEs after a per-put pass (Alg. 1 l. 40)
+  uint64_t full_fences = 0;  // Alg. 1 l. 40 full fences (locked release)
   uint64_t passes = 0;       // combining passes
   uint64_t ads_served = 0;   // advertisements handled by passes
   uint64_t retries = 0;      // failed validations (the worker re-locates)
