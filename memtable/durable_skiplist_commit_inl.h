@@ -151,20 +151,22 @@ bool DurableSkipList<P>::ProcessPut(PutAdv* adv, uint64_t v, LinkMode mode,
     return false;
   }
   in->version.store(v, std::memory_order_relaxed);
-  pmem::NvmNode* pn = in->pnode;
-  pn->version = v;
   pred->next_[0].store(in, std::memory_order_release);  // visible to locate
+  pmem::NvmNode* pn = in->pnode;
   pmem::NvmNode* pred_pn = pred->pnode;
+  // The PMEM link is stored and flushed before the version: the version's
+  // line was written back by Prepare's PERSIST_RANGE moments ago and a
+  // store to it may wait for that write-back (docs/results/listdb_gap.md);
+  // the link's write-back starts meanwhile. Nothing orders the two before
+  // the fence anyway (rule R1: a durable link to a node whose version is
+  // still MAX is dropped by recovery, P4).
   pred_pn->next = ToOffset(pn);
-  // The link is flushed before the version: the version's line was written
-  // back by Prepare's PERSIST_RANGE moments ago, and its store may wait for
-  // that write-back; the link's write-back starts meanwhile. Both flushes
-  // precede the one fence, so their order does not matter for persistence.
   if (!P::Faulty(pmem::Fault::kNoLinkFlush)) {
     // P2 / P15 / P16: fenced below (per-put), by the pass's group fence, or
     // by the weak drain.
     P::Flush(&pred_pn->next, sizeof(pred_pn->next));
   }
+  pn->version = v;
   if (!P::Faulty(pmem::Fault::kNoVersionFlush)) {
     // Rule R1: flushed but not fenced here; the link's fence (P2), the
     // group fence (P15) or the weak drain (P16) covers it, and a crash
