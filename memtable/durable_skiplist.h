@@ -17,9 +17,11 @@
 //  P1 a node's header, key and value, and its successor pointer, are durable
 //     before any persistent pointer to it is (prepare's PERSIST_RANGE).
 //  P2 when a sync Insert returns, the node is durable and reachable from
-//     the head (per-put: the combiner's PERSIST_RANGE of the predecessor
-//     pointer, which also fences the unfenced version flush before it;
-//     group commit: P15).
+//     the head (per-put: the combiner flushes the predecessor pointer and
+//     the version, then fences once; a combiner returning its own put waits
+//     for that fence at the locked release of the combiner lock, Alg. 1
+//     line 40; a served waiter sees Success only after it; group commit:
+//     P15).
 //  P3 a batch is all-or-nothing after a crash: commit_version is durable
 //     before batch_mode=1, every node of the batch is linked durably before
 //     batch_mode=0, and recovery rolls back versions > commit_version while
@@ -106,7 +108,7 @@ struct WriteStats {
   uint64_t ops = 0;          // Insert/InsertBatch calls that linked
   uint64_t nodes = 0;        // nodes inserted
   uint64_t fences = 0;       // SFENCE drains on the write path (all threads)
-  uint64_t full_fences = 0;  // MFENCEs after a per-put pass (Alg. 1 l. 40)
+  uint64_t full_fences = 0;  // Alg. 1 l. 40 full fences (locked release)
   uint64_t passes = 0;       // combining passes
   uint64_t ads_served = 0;   // advertisements handled by passes
   uint64_t retries = 0;      // failed validations (the worker re-locates)

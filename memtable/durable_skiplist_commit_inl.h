@@ -30,14 +30,16 @@ int DurableSkipList<P>::Attach(Slot* slot) {
       uint64_t t0 = Ticks();
       CombineAll(slot);
       Bump(slot, &SlotStats::crit_ticks, Ticks() - t0);
-      combiner_lock_.store(false, std::memory_order_release);
       if (slot->sync &&
           options_.commit_mode == SkipListOptions::CommitMode::kPerPut) {
-        // Alg. 1 line 40 (P2): our own link is durable before we return.
-        // (Group passes fenced before releasing anyone, P15; weak writes do
-        // not wait for a fence, P16.)
-        P::FullFence();
+        // Alg. 1 lines 39-40 (P2): our own link is durable before we
+        // return; the release is a locked exchange, which is the MFENCE
+        // (pmem/persist.h). (Group passes fenced before releasing anyone,
+        // P15; weak writes do not wait for a fence, P16.)
+        P::ReleaseWithFullFence(&combiner_lock_);
         if (P::kDurable) Bump(slot, &SlotStats::full_fences);
+      } else {
+        combiner_lock_.store(false, std::memory_order_release);
       }
       return slot->status.load(std::memory_order_acquire);
     }
@@ -149,7 +151,21 @@ bool DurableSkipList<P>::ProcessPut(PutAdv* adv, uint64_t v, LinkMode mode,
     return false;
   }
   in->version.store(v, std::memory_order_relaxed);
+  pred->next_[0].store(in, std::memory_order_release);  // visible to locate
   pmem::NvmNode* pn = in->pnode;
+  pmem::NvmNode* pred_pn = pred->pnode;
+  // The PMEM link is stored and flushed before the version: the version's
+  // line was written back by Prepare's PERSIST_RANGE moments ago and a
+  // store to it may wait for that write-back (docs/results/listdb_gap.md);
+  // the link's write-back starts meanwhile. Nothing orders the two before
+  // the fence anyway (rule R1: a durable link to a node whose version is
+  // still MAX is dropped by recovery, P4).
+  pred_pn->next = ToOffset(pn);
+  if (!P::Faulty(pmem::Fault::kNoLinkFlush)) {
+    // P2 / P15 / P16: fenced below (per-put), by the pass's group fence, or
+    // by the weak drain.
+    P::Flush(&pred_pn->next, sizeof(pred_pn->next));
+  }
   pn->version = v;
   if (!P::Faulty(pmem::Fault::kNoVersionFlush)) {
     // Rule R1: flushed but not fenced here; the link's fence (P2), the
@@ -157,17 +173,9 @@ bool DurableSkipList<P>::ProcessPut(PutAdv* adv, uint64_t v, LinkMode mode,
     // before that leaves version MAX, which recovery drops (P4).
     P::Flush(&pn->version, sizeof(pn->version));
   }
-  pred->next_[0].store(in, std::memory_order_release);  // visible to locate
-  pmem::NvmNode* pred_pn = pred->pnode;
-  pred_pn->next = ToOffset(pn);
-  if (!P::Faulty(pmem::Fault::kNoLinkFlush)) {
-    if (mode == LinkMode::kPerPut) {
-      // P2: the single fence of a PUT; durable link + version.
-      CountedPersist(me, &pred_pn->next, sizeof(pred_pn->next));
-    } else {
-      // P15: fenced by the pass's group fence; P16: by the weak drain.
-      P::Flush(&pred_pn->next, sizeof(pred_pn->next));
-    }
+  if (mode == LinkMode::kPerPut) {
+    // P2: the single fence of a PUT; durable link + version.
+    CountedFence(me);
   }
   if (mode == LinkMode::kWeak) {
     unpersisted_.push_back(&pn->version);  // P16: re-flushed by the drain

@@ -6,6 +6,7 @@
 #include <sched.h>
 
 #include <algorithm>
+#include <cstddef>
 #include <cstring>
 
 #include "memtable/list_walk.h"
@@ -119,20 +120,33 @@ void DurableSkipList<P>::SealNode(pmem::NvmNode* node, uint32_t key_size,
 
 // Location-independent part of PREPARE (Alg. 1 lines 15-20), done once per
 // operation before the first locate so that locate compares DRAM keys.
+// The index node copies the key before the node is flushed: on some CPUs
+// (this project's AMD EPYC test machine) any load or store to a line whose
+// CLWB is still in flight waits for the write-back, ~300 ns
+// (docs/results/listdb_gap.md), so nothing here touches the node after its
+// flush.
 template <class P>
 Status DurableSkipList<P>::PrepareOnce(pmem::NvmNode* node, IndexNode** inode,
                                        Slot* slot) {
-  node->version = pmem::kUncommittedVersion;
-  node->next = 0;
-  if (!P::Faulty(pmem::Fault::kNoNodeFlush)) {
-    // P1: body flushed now, fenced by Prepare's PERSIST_RANGE.
-    P::Flush(node, sizeof(pmem::NvmNode) + node->data_size);
-  }
   int height = HeightFor(node->data(), node->key_size);
   *inode = NewIndexNode(node, node->data(), node->key_size, height,
                         pmem::kUncommittedVersion);
   if (!*inode) return Status::NoSpace("out of DRAM for the index");
-  slot->Count(IndexNode::AllocSize(height, node->key_size));
+  node->version = pmem::kUncommittedVersion;
+  node->next = 0;
+  if (!P::Faulty(pmem::Fault::kNoNodeFlush)) {
+    // P1: the node's lines after its first, flushed now (their write-back
+    // overlaps locate) and fenced by Prepare's PERSIST_RANGE. The first line
+    // (next, version, the rest of the header) is flushed by that
+    // PERSIST_RANGE itself, after next is written: flushing it here too
+    // would cost a second write-back, and Prepare's store to next would
+    // wait for the first.
+    const uintptr_t begin = reinterpret_cast<uintptr_t>(node);
+    const uintptr_t end = begin + sizeof(pmem::NvmNode) + node->data_size;
+    const uintptr_t rest = (begin | (pmem::kCacheLine - 1)) + 1;
+    if (end > rest) P::Flush(reinterpret_cast<const void*>(rest), end - rest);
+  }
+  slot->Count(IndexNode::AllocSize(height, (*inode)->key_size));
   int mh = max_height_.load(std::memory_order_relaxed);
   while (height > mh && !max_height_.compare_exchange_weak(
                             mh, height, std::memory_order_relaxed)) {
@@ -151,6 +165,9 @@ void DurableSkipList<P>::Locate(const char* key, IndexNode** preds,
     while (next && cmp_->Compare(next->key(), key) < 0) {
       x = next;
       next = x->Next(level);
+      // If the search drops a level at x, it compares x's successor there
+      // next: fetch it now, overlapping this level's remaining misses.
+      if (level > 0) __builtin_prefetch(x->Next(level - 1), 0, 3);
     }
     preds[level] = x;
     succs[level] = next;
@@ -166,10 +183,14 @@ void DurableSkipList<P>::Prepare(PutAdv* adv, Slot* me) {
   }
   pmem::NvmNode* pn = in->pnode;
   pn->next = adv->succs[0] ? ToOffset(adv->succs[0]->pnode) : 0;
+  static_assert(offsetof(pmem::NvmNode, next) == 0 && pmem::kNodeAlign >= 16,
+                "next and version lie in the node's first line");
   if (P::Faulty(pmem::Fault::kNoPrepareFence)) {
     P::Flush(&pn->next, sizeof(pn->next));
   } else {
-    // P1: node body + successor durable before the combiner links it.
+    // P1: node body + successor durable before the combiner links it. The
+    // flush covers the node's first line (header, start of the key), which
+    // PrepareOnce left to this flush.
     CountedPersist(me, &pn->next, sizeof(pn->next));
   }
   P::Prefetch(pn);  // the combiner writes pn->version next

@@ -263,6 +263,12 @@ struct SimPersist {
   }
   // MFENCE drains this thread's flushes as SFENCE does (§2.3).
   static void FullFence() { Fence(); }
+  // The seam of Algorithm 1 line 40 when the combiner releases its lock
+  // with a locked exchange: the fence is modelled before the release.
+  static void ReleaseWithFullFence(std::atomic<bool>* lock) {
+    FullFence();
+    lock->store(false, std::memory_order_release);
+  }
   static void Prefetch(const void*) {}
   static void OnAdvertise() {
     if (SimDomain* d = SimDomain::Current()) d->NoteAdvertise();

@@ -3,7 +3,7 @@
 
   scripts/paper_figures.py [--quick] [--build DIR] [--out DIR]
                            [--only fig4,fig6,fig7,fig89,disk,fig10]
-                           [--threads 1,2,4,8,16] [--repeats 3] [--fig4-2m]
+                           [--threads 1,2,4,8,16,32] [--repeats 3]
                            [--short] [--no-build] [--fig4-from-csv]
 
 Each figure writes its CSV, plot and page section (paper_figures/sections/)
@@ -20,7 +20,7 @@ docs/results/paper_figures_notes.md (not generated).
 (default build/paper_figures_quick): proves every stage runs and verifies.
 
 Figures (standalone ones from tools/flintkv_bench, which verifies each run):
-  fig4  throughput vs threads, 300K and 1M puts (2M with --fig4-2m), 64 B
+  fig4  throughput vs threads 1-32, 300K, 1M and 2M puts (--short: 300K and 1M), 64 B
         values: flintkv, listdb (ListDB(sync)), pmemrocksdb (staging tier)
   fig5  p50 / p99 latency and tail amplification (p99/p50) of fig4's 300K runs
   fig6  throughput vs payload 16 B-4 KiB, 250K puts, 16 and 32 threads
@@ -541,8 +541,6 @@ def main():
     ap.add_argument("--only", default="fig4,fig6,fig7,fig89,disk,fig10")
     ap.add_argument("--threads", default=None)
     ap.add_argument("--repeats", type=int, default=None)
-    ap.add_argument("--fig4-2m", action="store_true",
-                    help="also the paper's 2M-put panel (long)")
     ap.add_argument("--jobs", default="2")
     ap.add_argument("--no-build", action="store_true",
                     help="use the binaries already in --build")
@@ -558,7 +556,7 @@ def main():
     if a.quick:
         a.out = a.out or os.path.join(a.build, "paper_figures_quick")
         a.md_path = os.path.join(a.out, "paper_figures.md")
-        a.threads = [1, 4]
+        a.threads = a.threads or [1, 4]
         a.repeats = a.repeats or 1
         a.fig4_nums = [20000]
         a.payloads, a.fig6_num, a.fig6_threads = [16, 1024], 10000, [4]
@@ -568,9 +566,9 @@ def main():
     else:
         a.out = a.out or os.path.join(ROOT, "docs", "results", "paper_figures")
         a.md_path = os.path.join(ROOT, "docs", "results", "paper_figures.md")
-        a.threads = [1, 2, 4, 8, 16]
+        a.threads = a.threads or [1, 2, 4, 8, 16, 32]
         a.repeats = a.repeats or 3
-        a.fig4_nums = [300000, 1000000] + ([2000000] if a.fig4_2m else [])
+        a.fig4_nums = [300000, 1000000] + ([] if a.short else [2000000])
         a.payloads, a.fig6_num, a.fig6_threads = (
             [16, 64, 256, 1024, 4096], 250000, [16, 32])
         a.batches, a.fig7_num, a.fig7_threads = [1, 4, 16, 64], 300000, 8

@@ -11,9 +11,10 @@
 //              every phase of every update under one mutex.
 // --durability adds flintkv-group (group commit, P15) and flintkv-weak (weak
 // durability, P16/P17) next to flintkv (per-put). A second table gives the
-// write-path counters of each run (WriteStats, issue 9.4): fences and
-// MFENCEs per put, advertisements served per combining pass, time in the
-// combiner's critical section per put, validation retries per put.
+// write-path counters of each run (WriteStats, issue 9.4): fences and full
+// fences (Alg. 1 line 40, the combiner's locked release; column
+// "mfences/put") per put, advertisements served per combining pass, time in
+// the combiner's critical section per put, validation retries per put.
 //
 // Each run uses a fresh pool file, pre-generated unique random keys (a
 // seeded bijection of the key index, so keys are random-looking, reproducible
