@@ -449,10 +449,13 @@ void CrashTest::RunKills(const Mode& mode) {
     Status s = Store::Open(options, &store);
     ASSERT_TRUE(s.ok()) << where << ": reopen after kill: " << s.ToString();
     StoreStats st = store->GetStats();
-    // A process crash keeps every store in program order, and the version
-    // is written before the node is linked: a linked version-MAX node can
-    // only come from a power failure.
-    EXPECT_EQ(st.dropped_uncommitted, 0u) << where;
+    // A process crash keeps every store in program order. The combiner
+    // stores a node's PMEM link just before its version, inside one fence
+    // window (memtable/durable_skiplist_commit_inl.h, ProcessPut): a kill
+    // between the two leaves the one node it was linking with version MAX,
+    // unacknowledged, which recovery drops (R1, P4). Only one combiner runs
+    // at a time, so at most one such node.
+    EXPECT_LE(st.dropped_uncommitted, 1u) << where;
     // At most one batch is torn at a time.
     EXPECT_LE(st.rolled_back_batch, 64u) << where;
     total_dropped += st.dropped_uncommitted;
