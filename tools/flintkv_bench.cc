@@ -609,8 +609,19 @@ std::vector<std::string> ExpandDurability(const std::vector<std::string>& in) {
   return out;
 }
 
-// Write-path counters per put (per call with --batch_size), medians of the
-// repeats (issue 9.4).
+// Write-path counters per put (per call with --batch_size) of one run
+// (issue 9.4): the run line and the counters table both print these.
+struct PerPut {
+  double fences, full_fences, ads_per_pass, critical_ns, retries;
+};
+PerPut PerPutCounters(const memtable::WriteStats& w) {
+  double ops = static_cast<double>(std::max<uint64_t>(w.ops, 1));
+  return {w.fences / ops, w.full_fences / ops,
+          w.passes ? static_cast<double>(w.ads_served) / w.passes : 0.0,
+          w.critical_ns / ops, w.retries / ops};
+}
+
+// The counters per put, medians of the repeats.
 void PrintCounters(const std::vector<std::string>& impls,
                    const std::vector<uint64_t>& nums,
                    const std::vector<uint64_t>& thread_list,
@@ -627,15 +638,13 @@ void PrintCounters(const std::vector<std::string>& impls,
         if (it == results.end()) continue;
         std::vector<double> f, mf, ap, cs, rt, br;
         for (const RunResult& r : it->second) {
-          const memtable::WriteStats& w = r.stats;
-          double ops = static_cast<double>(std::max<uint64_t>(w.ops, 1));
-          f.push_back(w.fences / ops);
-          mf.push_back(w.full_fences / ops);
-          ap.push_back(w.passes ? static_cast<double>(w.ads_served) / w.passes
-                                : 0);
-          cs.push_back(w.critical_ns / ops);
-          rt.push_back(w.retries / ops);
-          br.push_back(static_cast<double>(w.barriers));
+          PerPut p = PerPutCounters(r.stats);
+          f.push_back(p.fences);
+          mf.push_back(p.full_fences);
+          ap.push_back(p.ads_per_pass);
+          cs.push_back(p.critical_ns);
+          rt.push_back(p.retries);
+          br.push_back(static_cast<double>(r.stats.barriers));
         }
         std::printf("| %s | %" PRIu64 " | %" PRIu64
                     " | %.3f | %.3f | %.2f | %.0f | %.4f | %.0f |\n",
@@ -766,17 +775,13 @@ int Main(int argc, char** argv) {
       // Write-path counters (issue 9.4) as name=value fields, for
       // scripts/paper_figures.py; only FlintKV's lists keep them.
       std::string counters;
-      const memtable::WriteStats& w = res.stats;
-      if (w.ops > 0) {
-        double ops = static_cast<double>(w.ops);
+      if (res.stats.ops > 0) {
+        PerPut p = PerPutCounters(res.stats);
         char buf[200];
         std::snprintf(buf, sizeof(buf),
                       "  fences/put=%.3f ads/pass=%.2f critical_ns/put=%.0f "
                       "retries/put=%.4f",
-                      w.fences / ops,
-                      w.passes ? static_cast<double>(w.ads_served) / w.passes
-                               : 0.0,
-                      w.critical_ns / ops, w.retries / ops);
+                      p.fences, p.ads_per_pass, p.critical_ns, p.retries);
         counters = buf;
       }
       std::fprintf(stderr,
