@@ -3,9 +3,14 @@
 //
 // Every node reached is checked before it is trusted (P7): 16-byte aligned,
 // inside the region (and inside a chunk of the list when chunks are given),
-// a valid header check, a well-formed length-prefixed key, and strictly
-// after its predecessor in (key asc, version desc) order — which also rules
-// out cycles. The first violation ends the walk with Corruption naming the
+// a valid header check, a well-formed length-prefixed key, keys in
+// ascending order, and within one key's run the committed versions strictly
+// descending. A node whose version is still MAX (never made durable; rule
+// R1 drops it) is exempt from the version order: with weak durability
+// (P16) two unfenced versions of one key, or a durable newer version ahead
+// of an older one still MAX, are a legal crash state. A cycle is therefore
+// caught by counting (no walk is longer than the number of aligned node
+// slots). The first violation ends the walk with Corruption naming the
 // offset. Single-threaded; reads only, except where the visitor drops a
 // node: then the walker unlinks it (*link = node->next) and calls on_unlink
 // so the caller can flush the changed pointer.
@@ -40,15 +45,15 @@ inline bool KeyWellFormed(const pmem::NvmNode* n) {
 
 // visit(const NvmNode*) -> WalkDecision; on_unlink(uint64_t* link).
 // cmp == nullptr: the list's order is unknown (a RocksDB column family with
-// a comparator this process does not have): every other check is made, and
-// a cycle is caught by counting (a walk longer than the number of aligned
-// node slots must revisit one).
+// a comparator this process does not have): every other check is made.
 template <class Visit, class OnUnlink>
 Status WalkList(const pmem::Region& region, pmem::ListRoot* root,
                 const KeyComparator* cmp, const std::vector<ChunkRange>* chunks,
                 Visit visit, OnUnlink on_unlink) {
   uint64_t* link = &root->head.next;
   const pmem::NvmNode* prev = nullptr;
+  // Smallest committed version seen in the current key's run (MAX: none).
+  uint64_t run_version = pmem::kUncommittedVersion;
   uint64_t count = 0;
   uint64_t slots = region.size() / pmem::kNodeAlign;
   if (chunks) {
@@ -81,13 +86,18 @@ Status WalkList(const pmem::Region& region, pmem::ListRoot* root,
       }
     }
     if (!KeyWellFormed(n)) return where("malformed key");
-    if (prev && cmp) {
-      int c = cmp->Compare(prev->data(), n->data());
-      if (c > 0 || (c == 0 && prev->version <= n->version)) {
-        return where("list is not sorted (or has a cycle)");
+    if (count >= slots) return where("list has a cycle");
+    if (cmp) {
+      int c = prev ? cmp->Compare(prev->data(), n->data()) : -1;
+      if (c > 0) return where("list is not sorted (or has a cycle)");
+      if (c < 0) run_version = pmem::kUncommittedVersion;
+      if (n->version != pmem::kUncommittedVersion) {
+        if (n->version >= run_version) {
+          return where("versions of a key not descending (or a cycle)");
+        }
+        run_version = n->version;
       }
     }
-    if (!cmp && count >= slots) return where("list has a cycle");
     prev = n;
     count++;
     if (visit(n) == WalkDecision::kDrop) {

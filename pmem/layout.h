@@ -46,7 +46,9 @@
 //    version >= durable_cut (a prefix of the commit order survives). Set
 //    durably before an epoch's first weak link, cleared only after P16.
 //  - The list reachable from ListRoot::head.next is sorted by (key ascending,
-//    version descending) and acyclic.
+//    version descending) and acyclic; after a crash with weak writes a node
+//    whose version is still MAX (dropped by recovery, P4) may sit anywhere
+//    in its key's run (two unfenced versions of one key, P16).
 //  - A node reachable from the head has a valid header (HeaderCheck) and lies
 //    inside a chunk of its own list (P1 makes this true after any crash).
 #pragma once

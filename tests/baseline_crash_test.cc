@@ -15,11 +15,9 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
-#include <condition_variable>
 #include <functional>
 #include <map>
 #include <memory>
-#include <mutex>
 #include <random>
 #include <string>
 #include <thread>
@@ -264,33 +262,22 @@ TEST(BaselineCrashTest, SimDomainKeepsTheNewerFlushOfASharedLine) {
   ASSERT_TRUE(
       region.NewChunk(1, 64, pmem::ChunkFit::kAtLeast, false, &begin, &len)
           .ok());
-  std::mutex mu;
-  std::condition_variable cv;
-  int step = 0;
-  auto wait_for = [&](int s) {
-    std::unique_lock<std::mutex> l(mu);
-    cv.wait(l, [&] { return step >= s; });
-  };
-  auto advance = [&] {
-    std::lock_guard<std::mutex> l(mu);
-    step++;
-    cv.notify_all();
-  };
+  test::Steps steps;
   std::thread a([&] {
     pmem::SimDomain::ScopedThreadOverride scope(&dom);
     begin[0] = 'a';
     dom.Flush(begin, 1);  // flush-time copy: "a", no "b"
-    advance();            // step 1
-    wait_for(2);
+    steps.Set(1);         // flushed
+    steps.WaitFor(2);
     dom.Fence();
   });
   std::thread b([&] {
     pmem::SimDomain::ScopedThreadOverride scope(&dom);
-    wait_for(1);
+    steps.WaitFor(1);
     begin[8] = 'b';
     dom.Flush(begin + 8, 1);
     dom.Fence();
-    advance();  // step 2
+    steps.Set(2);  // b durable
   });
   a.join();
   b.join();

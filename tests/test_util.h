@@ -199,5 +199,25 @@ inline bool WriteFile(const std::string& path, std::string_view data) {
   return std::fclose(f) == 0 && ok;
 }
 
+// Orders test threads deterministically: threads wait until the step
+// counter reaches a value another thread sets.
+class Steps {
+ public:
+  void WaitFor(int s) {
+    std::unique_lock<std::mutex> l(mu_);
+    cv_.wait(l, [&] { return step_ >= s; });
+  }
+  void Set(int s) {
+    std::lock_guard<std::mutex> l(mu_);
+    step_ = s;
+    cv_.notify_all();
+  }
+
+ private:
+  std::mutex mu_;
+  std::condition_variable cv_;
+  int step_ = 0;
+};
+
 }  // namespace test
 }  // namespace flintkv
