@@ -420,22 +420,27 @@ CampaignResult RunCampaign(const CampaignOptions& o) {
       }
       if (o.threads == 1 && gc && i % o.gc_every == 0) gc->RunPass();
       const Op& op = ops[t][i];
-      memtable::Reclaimer::Guard guard(&reclaimer, false);
+      // A read guard: it announces a version older than the op's, so the
+      // GC thread cannot collect the op's node (e.g. a tombstone, newest
+      // of its key) before the lookup below records the op's version.
+      memtable::Reclaimer::Guard guard(&reclaimer, true);
       Status s = Execute(list.get(), op);
-      if (!s.ok()) {
-        std::lock_guard<std::mutex> g(error_mu);
-        error = s.ToString();
-        failed = true;
-        return;
-      }
       // The op's version: its first key's newest node (keys are per thread).
       const Write& w = op.writes[0];
       std::string pk(memtable::VarintLength(w.key.size()), '\0');
       memtable::EncodeVarint32(&pk[0], static_cast<uint32_t>(w.key.size()));
       pk += w.key;
       const memtable::IndexNode* f =
-          list->Find(pk.data(), list->VisibleVersion());
-      versions[t][i].store(f ? f->Version() : 0, std::memory_order_release);
+          s.ok() ? list->Find(pk.data(), list->VisibleVersion()) : nullptr;
+      if (s.ok() && !f) s = Status::Corruption("op's node not found");
+      if (!s.ok()) {
+        std::lock_guard<std::mutex> g(error_mu);
+        error = "thread " + std::to_string(t) + " op " + std::to_string(i) +
+                ": " + s.ToString();
+        failed = true;
+        return;
+      }
+      versions[t][i].store(f->Version(), std::memory_order_release);
       acked[t].store(i + 1, std::memory_order_release);
       if (o.persist_every > 0 && (i + 1) % o.persist_every == 0) {
         std::vector<uint64_t> snap;

@@ -152,19 +152,29 @@ void CheckPrefix(const std::vector<PNode>& nodes,
     }
     auto it = by_thread.find(static_cast<int>(t));
     const State got = it == by_thread.end() ? State() : it->second;
-    auto version = [&](size_t i) {  // 0: not known
+    auto version = [&](size_t i) {  // 0: not acknowledged
       return i < a ? ver[i].load(std::memory_order_acquire) : 0;
     };
+    for (size_t i = 0; i < a; i++) {
+      if (version(i) == 0) {
+        // Without it the bounds below would have a hole: an op of unknown
+        // version is skipped for lo and leaves hi open, so non-prefix
+        // states would pass (tests/crash_model_test.cc).
+        v->Fail("version-recorded", "thread " + std::to_string(t) + " op " +
+                                        std::to_string(i) +
+                                        ": acknowledged, version not recorded");
+        return;
+      }
+    }
     bool state_seen = false;
     for (size_t j = 0; j <= last && j < pre.size(); j++) {
       if (got != pre[j]) continue;
       state_seen = true;
       if (j < floor) continue;
-      uint64_t lo = 0;  // versions increase: the newest known before j
-      for (size_t i = std::min<size_t>(j, a); i > 0 && lo == 0; i--) {
-        lo = version(i - 1);
-      }
-      uint64_t hi = j < a && version(j) ? version(j) - 1 : kInf;
+      // C covers op j-1 (versions increase along a thread) but not op j.
+      const size_t applied = std::min<size_t>(j, a);
+      uint64_t lo = applied > 0 ? version(applied - 1) : 0;
+      uint64_t hi = j < a ? version(j) - 1 : kInf;
       if (lo > hi) continue;
       ok[t].push_back({lo, hi, j});
       cuts.push_back(lo);
