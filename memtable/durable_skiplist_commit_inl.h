@@ -30,12 +30,12 @@ int DurableSkipList<P>::Attach(Slot* slot) {
       uint64_t t0 = Ticks();
       CombineAll(slot);
       Bump(slot, &SlotStats::crit_ticks, Ticks() - t0);
-      if (slot->sync &&
-          options_.commit_mode == SkipListOptions::CommitMode::kPerPut) {
-        // Alg. 1 lines 39-40 (P2): our own link is durable before we
-        // return; the release is a locked exchange, which is the MFENCE
-        // (pmem/persist.h). (Group passes fenced before releasing anyone,
-        // P15; weak writes do not wait for a fence, P16.)
+      if (slot->sync) {
+        // Alg. 1 lines 39-40 (P2, P15): our own strong write is durable
+        // before we return, not only ordered before our later stores; the
+        // release is a locked exchange, which is the MFENCE
+        // (pmem/persist.h). Waiters need no more: they are released by a
+        // store after the pass's fence. (Weak writes wait for no fence, P16.)
         P::ReleaseWithFullFence(&combiner_lock_);
         if (P::kDurable) Bump(slot, &SlotStats::full_fences);
       } else {
@@ -271,7 +271,10 @@ void DurableSkipList<P>::Persist() {
   // Every write that returned before this call is linked, so covered.
   if (cut_active_) EndWeakEpoch(me);
   Bump(me, &SlotStats::crit_ticks, Ticks() - t0);
-  combiner_lock_.store(false, std::memory_order_release);
+  // P16: as a strong combiner (Attach): the drain is complete before the
+  // barrier returns (the locked release is the full fence).
+  P::ReleaseWithFullFence(&combiner_lock_);
+  if (P::kDurable) Bump(me, &SlotStats::full_fences);
 }
 
 template <class P>

@@ -117,6 +117,36 @@ TEST(SkipListArenaTest, ManyThreadsShareChunks) {
 
 // Issue 8l: the same 1,000 keys inserted in different orders by different
 // numbers of threads give the same counts, exact for small ranges.
+// Alg. 1 line 40: a combiner returning its own strong write, and
+// Persist(), release the combiner lock with the full fence (a locked
+// exchange), in group commit as in per-put; a weak write does not
+// (adversarial review: group combiners and Persist() released with a plain
+// store after an SFENCE). The simulator cannot tell an SFENCE from an
+// MFENCE, so the write counters show which release ran.
+TEST(SkipListFenceTest, StrongCombinerAndPersistReleaseWithFullFence) {
+  using Mode = memtable::SkipListOptions::CommitMode;
+  for (Mode mode : {Mode::kPerPut, Mode::kGroup}) {
+    memtable::SkipListOptions lo;
+    lo.commit_mode = mode;
+    Fixture f(lo);
+    // One thread: it is the combiner of each of its writes.
+    for (int i = 0; i < 5; i++) {
+      ASSERT_TRUE(f.list->Insert(f.Node("s" + std::to_string(i), "v")).ok());
+    }
+    memtable::WriteStats w = f.list->GetWriteStats();
+    EXPECT_EQ(5u, w.full_fences) << "strong, mode " << static_cast<int>(mode);
+    for (int i = 0; i < 3; i++) {
+      ASSERT_TRUE(f.list
+                      ->Insert(f.Node("w" + std::to_string(i), "v"), nullptr,
+                               /*sync=*/false)
+                      .ok());
+    }
+    EXPECT_EQ(5u, f.list->GetWriteStats().full_fences) << "weak writes";
+    f.list->Persist();
+    EXPECT_EQ(6u, f.list->GetWriteStats().full_fences) << "Persist()";
+  }
+}
+
 TEST(SkipListEstimateTest, RangeCountsAreExactAndDeterministic) {
   memtable::SkipListOptions lo;
   lo.unique_keys = true;
