@@ -95,6 +95,11 @@ struct SkipListOptions {
   // (P15). Weak writes (sync=false) never wait for a fence (P16/P17).
   enum class CommitMode : uint8_t { kPerPut, kGroup };
   CommitMode commit_mode = CommitMode::kPerPut;
+  // Bound on weak writes linked since the last drain: a combining pass that
+  // finds this many drains them first (P16), so the list of words to
+  // re-flush (16 bytes per weak write) and one drain's lock hold stay
+  // bounded even with no Persist() and no background persister.
+  size_t max_unpersisted_writes = 1 << 15;
   // The list's nodes may be unlinked by a VersionGc (memtable/version_gc.h)
   // and their PMEM reused; Recover() then also hands every byte of the
   // list's chunks that no reachable node occupies back to the arena (P14).

@@ -123,6 +123,12 @@ void DurableSkipList<P>::CombineWeak(Slot* me, uint64_t* v) {
   ForEachSlot(this, [&](Slot& s) {
     if (s.status.load(std::memory_order_acquire) != kReady || s.sync) return;
     Bump(me, &SlotStats::ads);
+    // P16: bounded (SkipListOptions::max_unpersisted_writes); the next
+    // epoch starts below.
+    if (cut_active_ &&
+        unpersisted_.size() >= 2 * options_.max_unpersisted_writes) {
+      EndWeakEpoch(me);
+    }
     // P17: the cut is durable before the epoch's first weak link.
     if (!cut_active_) BeginWeakEpoch(*v + 1, me);
     if (s.batch) {

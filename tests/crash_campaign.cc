@@ -333,6 +333,9 @@ CampaignResult RunCampaign(const CampaignOptions& o) {
   if (o.group_commit)
     lo.commit_mode = memtable::SkipListOptions::CommitMode::kGroup;
   lo.reclaim_space = o.gc_every > 0;
+  if (o.max_unpersisted_writes > 0) {
+    lo.max_unpersisted_writes = o.max_unpersisted_writes;
+  }
   auto list = std::make_unique<List>(&cmp, &region, region.root(), lo);
   memtable::Reclaimer reclaimer(list->visible_version_word());
   // A few nodes per lock hold: more GC fences, more crash points.

@@ -66,6 +66,8 @@ struct CampaignOptions {
   double weak_fraction = 0;
   // A thread calls Persist() after every persist_every-th op (0: never).
   int persist_every = 0;
+  // SkipListOptions::max_unpersisted_writes (0: the list's default).
+  size_t max_unpersisted_writes = 0;
   // Rounds: every thread issues one op per round, and the first combining
   // pass of a round waits until every thread has advertised, so that it
   // serves several advertisements (deterministic multi-advertisement

@@ -147,6 +147,24 @@ TEST(SkipListFenceTest, StrongCombinerAndPersistReleaseWithFullFence) {
   }
 }
 
+// With no Persist() and no background persister, weak writes are drained
+// once max_unpersisted_writes of them wait (the tracking list stays
+// bounded), and a crash-free reopen keeps them all.
+TEST(SkipListFenceTest, WeakWritesDrainAtTheBound) {
+  memtable::SkipListOptions lo;
+  lo.max_unpersisted_writes = 4;
+  Fixture f(lo);
+  for (int i = 0; i < 10; i++) {
+    ASSERT_TRUE(f.list
+                    ->Insert(f.Node("w" + std::to_string(i), "v"), nullptr,
+                             /*sync=*/false)
+                    .ok());
+  }
+  // Drains before the 5th and the 9th write.
+  EXPECT_EQ(2u, f.list->GetWriteStats().barriers);
+  EXPECT_TRUE(f.list->HasUnpersisted());
+}
+
 TEST(SkipListEstimateTest, RangeCountsAreExactAndDeterministic) {
   memtable::SkipListOptions lo;
   lo.unique_keys = true;

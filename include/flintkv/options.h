@@ -49,8 +49,9 @@ struct DurabilityOptions {
   // Persist() call within about this many microseconds (a background thread
   // per store, started by the first weak write, calls Persist()); plus
   // scheduling delay on a loaded machine. 0: no background thread; weak
-  // writes become durable only at Persist(), at the next strong write, or
-  // at Close().
+  // writes become durable at Persist(), at the next strong write, at
+  // Close(), or when 32768 weak writes wait (a bound on the memory that
+  // tracks them).
   uint32_t persist_interval_us = 1000;
 };
 
