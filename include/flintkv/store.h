@@ -63,7 +63,11 @@ class WriteBatch {
 // A point in time. Cheap: a version number, registered with the GC while
 // the handle lives (its versions are not collected); destroying it
 // releases them. Use snapshots from Store::GetSnapshot: one built from a
-// bare version number protects nothing.
+// bare version number protects nothing. A version number means something
+// only while the store stays open: after a reopen, versions continue from
+// the newest surviving one, which with the GC on can be below versions
+// handed out before (the GC may have collected the newest ones, e.g. a
+// key's last delete).
 class Snapshot {
  public:
   explicit Snapshot(uint64_t version) : version_(version) {}
