@@ -9,6 +9,11 @@
 // snapshot reads below H, and every node at or below H is durable. The
 // newest version of a key is never garbage unless it is a tombstone, so
 // every acknowledged latest value survives.
+//  V1 the node(s) of the list's newest version are never garbage, even a
+//     tombstone (a later pass takes it once a newer write exists): recovery
+//     resumes versions at the newest surviving one, so versions keep
+//     increasing across a reopen and a version number handed out before
+//     is never reused.
 //
 // A pass walks level 0 from the head under the combiner lock, a bounded
 // number of nodes per hold, and per key with garbage:

@@ -96,12 +96,17 @@ bool VersionGc<P>::Step(uint64_t horizon, Node** cursor,
       n = cur;
       continue;
     }
-    // cur is what every reader (all at >= horizon) sees of this key.
-    const bool tomb = (cur->pnode->flags & pmem::kNodeTombstone) != 0;
-    Node* keep = tomb ? prev : cur;
+    // cur is what every reader (all at >= horizon) sees of this key. A
+    // tombstone goes with the older versions, unless it carries the
+    // list's newest version (V1; visible_version is the last version
+    // assigned, stable under the combiner lock).
+    const bool drop_cur = (cur->pnode->flags & pmem::kNodeTombstone) != 0 &&
+                          cur->Version() < list_->VisibleVersion();
+    Node* keep = drop_cur ? prev : cur;
     run.clear();
     bool promoted = true;
-    for (Node* g = tomb ? cur : Next0(cur); g && SameKey(g, n); g = Next0(g)) {
+    for (Node* g = drop_cur ? cur : Next0(cur); g && SameKey(g, n);
+         g = Next0(g)) {
       run.push_back(g);
       promoted = promoted && g->Promoted();
     }

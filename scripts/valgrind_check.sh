@@ -47,6 +47,7 @@ vg() {  # name command... : runs under memcheck, output in $WORK/name.{out,err}
   local name=$1; shift
   echo "valgrind_check: memcheck $*"
   if ! "${VG[@]}" "$@" > "$WORK/$name.out" 2> "$WORK/$name.err"; then
+    tail -40 "$WORK/$name.out" >&2
     tail -40 "$WORK/$name.err" >&2
     fail "$name under memcheck exited non-zero (99 = memcheck error)"
   fi

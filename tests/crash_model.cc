@@ -303,8 +303,35 @@ void Verdict::Fail(const std::string& rule, const std::string& why) {
   if (detail.size() < 600) detail += "[" + rule + "] " + why + "; ";
 }
 
+// Versions never go back across a crash: the newest recovered version is
+// at least that of every op known durable (a sync op that returned, or one
+// a completed Persist() covered), since recovery resumes there (V1 in
+// memtable/version_gc.h: the GC never takes the newest version).
+void CheckVersionFloor(const std::vector<PNode>& nodes, const Expectation& e,
+                       Verdict* v) {
+  uint64_t c = 0;
+  for (const PNode& n : nodes) c = std::max(c, n.version);
+  for (size_t t = 0; t < e.acked.size(); t++) {
+    const auto& ver = (*e.versions)[t];
+    const auto& ops = (*e.ops)[t];
+    const uint64_t floor = t < e.floor.size() ? e.floor[t] : 0;
+    for (uint64_t i = 0; i < e.acked[t] && i < ver.size(); i++) {
+      if (!ops[i].sync && i >= floor) continue;
+      const uint64_t vi = ver[i].load(std::memory_order_acquire);
+      if (vi > c) {
+        v->Fail("version-floor",
+                "thread " + std::to_string(t) + " op " + std::to_string(i) +
+                    " is durable at version " + std::to_string(vi) +
+                    ", newest recovered version " + std::to_string(c));
+        return;
+      }
+    }
+  }
+}
+
 void CheckRecoveredState(const std::vector<PNode>& nodes, const Expectation& e,
                          Verdict* v) {
+  CheckVersionFloor(nodes, e, v);
   std::map<int, State> by_thread = ByThread(nodes, e, v);
   if (e.weak) {
     CheckPrefix(nodes, by_thread, e, v);

@@ -63,11 +63,9 @@ class WriteBatch {
 // A point in time. Cheap: a version number, registered with the GC while
 // the handle lives (its versions are not collected); destroying it
 // releases them. Use snapshots from Store::GetSnapshot: one built from a
-// bare version number protects nothing. A version number means something
-// only while the store stays open: after a reopen, versions continue from
-// the newest surviving one, which with the GC on can be below versions
-// handed out before (the GC may have collected the newest ones, e.g. a
-// key's last delete).
+// bare version number protects nothing. Versions keep increasing across a
+// reopen (the GC never collects the newest version), except the versions
+// of weak writes that a crash dropped, which are handed out again.
 class Snapshot {
  public:
   explicit Snapshot(uint64_t version) : version_(version) {}
