@@ -34,6 +34,7 @@
 #include "rocksdb/slice_transform.h"
 #include "rocksdb/utilities/options_util.h"
 #include "rocksdb/write_batch.h"
+#include "tests/single_delete_model.h"
 #include "tests/test_util.h"
 
 namespace flintkv {
@@ -224,13 +225,10 @@ class Driver {
     return "v" + std::to_string(counter_++) + ":" + v;
   }
 
-  // Single-delete is allowed on a key that was Put exactly once since it
-  // was last (point) deleted, with no Merge; the model tracks that.
-  struct KeyState {
-    int puts = 0;
-    bool merged = false;
-  };
-  KeyState& State(int cf, const std::string& k) { return model_[{cf, k}]; }
+  // SingleDelete only where its result is defined (single_delete_model.h).
+  test::SingleDeleteModel& State(int cf, const std::string& k) {
+    return model_[{cf, k}];
+  }
 
   // Applies one write op to a WriteBatch, updating the SingleDelete model.
   void AddWrite(rocksdb::WriteBatch* ref_b, rocksdb::WriteBatch* fl_b,
@@ -246,35 +244,33 @@ class Driver {
       return;
     }
     keys_in_batch->push_back(tag);
-    KeyState& st = State(cf, k);
+    test::SingleDeleteModel& st = State(cf, k);
     int r = Rand(100);
     if (r < 50) {
       std::string v = RandValue();
       ref_b->Put(rh, k, v);
       fl_b->Put(fh, k, v);
-      st.puts++;
+      st.Put();
     } else if (r < 65) {
       ref_b->Delete(rh, k);
       fl_b->Delete(fh, k);
-      st = KeyState();
-    } else if (r < 75 && st.puts == 1 && !st.merged) {
+      st.Delete();
+    } else if (r < 75 && st.CanSingleDelete()) {
       ref_b->SingleDelete(rh, k);
       fl_b->SingleDelete(fh, k);
-      st = KeyState();
+      st.SingleDelete();
     } else if (r < 95) {
       std::string v = "m" + std::to_string(counter_++);
       ref_b->Merge(rh, k, v);
       fl_b->Merge(fh, k, v);
-      st.merged = true;
+      st.Merge();
     } else {
       int a = RandKeyNum();
       int b = std::min(a + 1 + Rand(20), key_hi_);
       std::string lo = Key(a), hi = Key(b);
       ref_b->DeleteRange(rh, lo, hi);
       fl_b->DeleteRange(fh, lo, hi);
-      // Range deletions do not reset the model: SingleDelete stays allowed
-      // only after a point delete, which is the conservative reading.
-      for (int i = a; i < b; i++) State(cf, Key(i)).puts += 2;
+      for (int i = a; i < b; i++) State(cf, Key(i)).DeleteRange();
     }
   }
 
@@ -505,7 +501,7 @@ class Driver {
   int key_lo_, key_hi_;
   bool restricted_ = false;
   uint64_t counter_ = 0;
-  std::map<std::pair<int, std::string>, KeyState> model_;
+  std::map<std::pair<int, std::string>, test::SingleDeleteModel> model_;
   std::vector<std::pair<const rocksdb::Snapshot*, const rocksdb::Snapshot*>>
       snaps_;
 };
