@@ -311,6 +311,8 @@ class DurableSkipList {
   void Prepare(PutAdv* adv, Slot* me);
   int Attach(Slot* slot);
   void LockCombiner();
+  // Alg. 1 line 40: releases the combiner lock with the full fence.
+  void ReleaseCombinerWithFullFence(Slot* me);
   void CombineAll(Slot* me);
   void CombineStrong(Slot* me, uint64_t* v);
   void CombineWeak(Slot* me, uint64_t* v);

@@ -36,8 +36,7 @@ int DurableSkipList<P>::Attach(Slot* slot) {
         // release is a locked exchange, which is the MFENCE
         // (pmem/persist.h). Waiters need no more: they are released by a
         // store after the pass's fence. (Weak writes wait for no fence, P16.)
-        P::ReleaseWithFullFence(&combiner_lock_);
-        if (P::kDurable) Bump(slot, &SlotStats::full_fences);
+        ReleaseCombinerWithFullFence(slot);
       } else {
         combiner_lock_.store(false, std::memory_order_release);
       }
@@ -54,6 +53,12 @@ void DurableSkipList<P>::LockCombiner() {
          combiner_lock_.exchange(true, std::memory_order_acquire)) {
     detail::Backoff(&spins);
   }
+}
+
+template <class P>
+void DurableSkipList<P>::ReleaseCombinerWithFullFence(Slot* me) {
+  P::ReleaseWithFullFence(&combiner_lock_);
+  if (P::kDurable) Bump(me, &SlotStats::full_fences);
 }
 
 // One pass: the strong (sync) advertisements first, then the weak ones, so
@@ -279,8 +284,7 @@ void DurableSkipList<P>::Persist() {
   Bump(me, &SlotStats::crit_ticks, Ticks() - t0);
   // P16: as a strong combiner (Attach): the drain is complete before the
   // barrier returns (the locked release is the full fence).
-  P::ReleaseWithFullFence(&combiner_lock_);
-  if (P::kDurable) Bump(me, &SlotStats::full_fences);
+  ReleaseCombinerWithFullFence(me);
 }
 
 template <class P>

@@ -23,6 +23,7 @@
 #include "memtable/version_gc.h"
 #include "pmem/sim_domain.h"
 #include "tests/crash_model.h"
+#include "tests/node_builder.h"
 
 namespace flintkv {
 namespace crashsim {
@@ -34,18 +35,9 @@ using Gc = memtable::VersionGc<pmem::SimPersist>;
 constexpr uint64_t kChunkSize = 16 << 10;
 
 Status MakeNode(List* list, const Write& w, pmem::NvmNode** out) {
-  size_t klen = memtable::VarintLength(w.key.size()) + w.key.size();
-  pmem::NvmNode* node = nullptr;
-  Status s = list->AllocateNode(klen + w.value.size(), &node);
-  if (!s.ok()) return s;
-  char* p = memtable::EncodeVarint32(node->data(),
-                                     static_cast<uint32_t>(w.key.size()));
-  std::memcpy(p, w.key.data(), w.key.size());
-  std::memcpy(p + w.key.size(), w.value.data(), w.value.size());
-  List::SealNode(node, static_cast<uint32_t>(klen),
-                 w.is_delete ? uint32_t{pmem::kNodeTombstone} : 0u);
-  *out = node;
-  return Status::OK();
+  return test::BuildNode(list, w.key, w.value,
+                         w.is_delete ? uint32_t{pmem::kNodeTombstone} : 0u,
+                         out);
 }
 
 Status Execute(List* list, const Op& op) {
@@ -191,8 +183,7 @@ class Checker {
       return;
     }
     uint64_t vv = list.VisibleVersion();
-    uint64_t max_v = 0;
-    for (const PNode& n : nodes) max_v = std::max(max_v, n.version);
+    const uint64_t max_v = NewestVersion(nodes);
     if (vv != max_v || vv == pmem::kUncommittedVersion) {
       v->Fail("visible-version", "visible_version " + std::to_string(vv) +
                                      ", newest recovered node " +
@@ -232,10 +223,7 @@ class Checker {
         v->Fail("post-recovery-writes", "insert failed: " + s.ToString());
         return;
       }
-      std::string pk;
-      pk.resize(memtable::VarintLength(w.key.size()));
-      memtable::EncodeVarint32(&pk[0], static_cast<uint32_t>(w.key.size()));
-      pk += w.key;
+      const std::string pk = test::PrefixKey(w.key);
       uint64_t after = list->VisibleVersion();
       const memtable::IndexNode* f = list->Find(pk.data(), after);
       bool visible = f && f->pnode == n;
@@ -429,10 +417,7 @@ CampaignResult RunCampaign(const CampaignOptions& o) {
       memtable::Reclaimer::Guard guard(&reclaimer, true);
       Status s = Execute(list.get(), op);
       // The op's version: its first key's newest node (keys are per thread).
-      const Write& w = op.writes[0];
-      std::string pk(memtable::VarintLength(w.key.size()), '\0');
-      memtable::EncodeVarint32(&pk[0], static_cast<uint32_t>(w.key.size()));
-      pk += w.key;
+      const std::string pk = test::PrefixKey(op.writes[0].key);
       const memtable::IndexNode* f =
           s.ok() ? list->Find(pk.data(), list->VisibleVersion()) : nullptr;
       if (s.ok() && !f) s = Status::Corruption("op's node not found");

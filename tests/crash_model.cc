@@ -129,8 +129,7 @@ void CheckVisible(const std::vector<PNode>& nodes, const Expectation& e,
 void CheckPrefix(const std::vector<PNode>& nodes,
                  const std::map<int, State>& by_thread, const Expectation& e,
                  Verdict* v) {
-  uint64_t c = 0;
-  for (const PNode& n : nodes) c = std::max(c, n.version);
+  const uint64_t c = NewestVersion(nodes);
   constexpr uint64_t kInf = ~uint64_t{0};
   struct Range {
     uint64_t lo, hi;  // C in [lo, hi] explains the thread with j ops
@@ -303,14 +302,19 @@ void Verdict::Fail(const std::string& rule, const std::string& why) {
   if (detail.size() < 600) detail += "[" + rule + "] " + why + "; ";
 }
 
+uint64_t NewestVersion(const std::vector<PNode>& nodes) {
+  uint64_t c = 0;
+  for (const PNode& n : nodes) c = std::max(c, n.version);
+  return c;
+}
+
 // Versions never go back across a crash: the newest recovered version is
 // at least that of every op known durable (a sync op that returned, or one
 // a completed Persist() covered), since recovery resumes there (V1 in
 // memtable/version_gc.h: the GC never takes the newest version).
 void CheckVersionFloor(const std::vector<PNode>& nodes, const Expectation& e,
                        Verdict* v) {
-  uint64_t c = 0;
-  for (const PNode& n : nodes) c = std::max(c, n.version);
+  const uint64_t c = NewestVersion(nodes);
   for (size_t t = 0; t < e.acked.size(); t++) {
     const auto& ver = (*e.versions)[t];
     const auto& ops = (*e.ops)[t];

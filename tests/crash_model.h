@@ -96,6 +96,9 @@ struct Verdict {
   bool ok() const { return rules.empty(); }
 };
 
+// The newest version among the recovered nodes (0: none).
+uint64_t NewestVersion(const std::vector<PNode>& nodes);
+
 // nodes: the recovered list in order (key asc, version desc).
 void CheckRecoveredState(const std::vector<PNode>& nodes, const Expectation& e,
                          Verdict* v);

@@ -21,20 +21,16 @@ std::string K(int t, int j) {
 std::string V(int t, int op) {
   return "t" + std::to_string(t) + "#" + std::to_string(op) + "#0|x";
 }
-Op Put(int t, int op, int key) {
+// A weak Put (or Delete) of key `key` by thread t as its op-th op.
+Op WeakOp(bool is_delete, int t, int op, int key) {
   Op o;
-  o.kind = Op::kPut;
-  o.writes.push_back({K(t, key), V(t, op), false});
+  o.kind = is_delete ? Op::kDelete : Op::kPut;
+  o.writes.push_back({K(t, key), V(t, op), is_delete});
   o.sync = false;
   return o;
 }
-Op Del(int t, int op, int key) {
-  Op o;
-  o.kind = Op::kDelete;
-  o.writes.push_back({K(t, key), V(t, op), true});
-  o.sync = false;
-  return o;
-}
+Op Put(int t, int op, int key) { return WeakOp(false, t, op, key); }
+Op Del(int t, int op, int key) { return WeakOp(true, t, op, key); }
 
 struct World {
   std::vector<std::vector<Op>> ops;

@@ -27,12 +27,12 @@
 #include <thread>
 #include <vector>
 
-#include "memtable/coding.h"
 #include "memtable/durable_skiplist.h"
 #include "memtable/key_comparator.h"
 #include "memtable/list_walk.h"
 #include "pmem/sim_domain.h"
 #include "tests/crash_campaign.h"
+#include "tests/node_builder.h"
 #include "tests/test_util.h"
 
 namespace flintkv {
@@ -265,14 +265,8 @@ using List = memtable::DurableSkipList<pmem::SimPersist>;
 
 // Inserts key "k" with `value` (durable at return if sync).
 void PutK(List* list, const std::string& value, bool sync) {
-  const std::string key = "k";
   pmem::NvmNode* node = nullptr;
-  size_t klen = memtable::VarintLength(key.size()) + key.size();
-  ASSERT_TRUE(list->AllocateNode(klen + value.size(), &node).ok());
-  char* p = memtable::EncodeVarint32(node->data(), key.size());
-  std::memcpy(p, key.data(), key.size());
-  std::memcpy(p + key.size(), value.data(), value.size());
-  List::SealNode(node, static_cast<uint32_t>(klen), 0);
+  ASSERT_TRUE(test::BuildNode(list, "k", value, 0, &node).ok());
   ASSERT_TRUE(list->Insert(node, nullptr, sync).ok());
 }
 
@@ -284,18 +278,15 @@ TEST(CrashSimWeakTest, UnfencedVersionsOfOneKeyFromTwoThreadsRecover) {
   memtable::SkipListOptions lo;
   lo.chunk_size = 16 << 10;
   auto list = std::make_unique<List>(&cmp, &region, region.root(), lo);
-  auto put = [&](const std::string& value, bool sync) {
-    PutK(list.get(), value, sync);
-  };
-  put("strong", true);
+  PutK(list.get(), "strong", true);
   test::Steps steps;
   std::thread a([&] {
-    put("weak-a", false);
+    PutK(list.get(), "weak-a", false);
     steps.Set(1);
     steps.WaitFor(2);
   });
   steps.WaitFor(1);
-  std::thread b([&] { put("weak-b", false); });
+  std::thread b([&] { PutK(list.get(), "weak-b", false); });
   b.join();
   pmem::CrashState cs = dom.Capture("end");
   steps.Set(2);
@@ -326,7 +317,8 @@ TEST(CrashSimWeakTest, UnfencedVersionsOfOneKeyFromTwoThreadsRecover) {
     memtable::RecoveryStats st;
     Status s = rec.Recover(&st);
     ASSERT_TRUE(s.ok()) << s.ToString();
-    const memtable::IndexNode* f = rec.Find("\x01k", rec.VisibleVersion());
+    const memtable::IndexNode* f =
+        rec.Find(test::PrefixKey("k").data(), rec.VisibleVersion());
     ASSERT_NE(f, nullptr);
     const pmem::NvmNode* pn = f->pnode;
     EXPECT_EQ(

@@ -4,13 +4,13 @@
 
 #include <gtest/gtest.h>
 
-#include <cstring>
 #include <memory>
 #include <string>
 
 #include "memtable/durable_skiplist.h"
 #include "pmem/persist.h"
 #include "pmem/pool.h"
+#include "tests/node_builder.h"
 #include "tests/test_util.h"
 
 namespace flintkv {
@@ -31,15 +31,9 @@ struct ListFixture {
     list = std::make_unique<List>(&cmp, pool.get(), root, o);
   }
   pmem::NvmNode* Node(const std::string& key, const std::string& value) {
-    size_t klen = memtable::VarintLength(key.size()) + key.size();
     pmem::NvmNode* node = nullptr;
-    Status s = list->AllocateNode(klen + value.size(), &node);
+    Status s = BuildNode(list.get(), key, value, 0, &node);
     EXPECT_TRUE(s.ok()) << s.ToString();
-    char* p = memtable::EncodeVarint32(node->data(),
-                                       static_cast<uint32_t>(key.size()));
-    std::memcpy(p, key.data(), key.size());
-    std::memcpy(p + key.size(), value.data(), value.size());
-    List::SealNode(node, static_cast<uint32_t>(klen), 0);
     return node;
   }
   // Entries visible at the list's current version.

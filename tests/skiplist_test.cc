@@ -115,8 +115,6 @@ TEST(SkipListArenaTest, ManyThreadsShareChunks) {
   EXPECT_LE(f.list->PmemBytesUsed(), node_bytes + kChunk / 4);
 }
 
-// Issue 8l: the same 1,000 keys inserted in different orders by different
-// numbers of threads give the same counts, exact for small ranges.
 // Alg. 1 line 40: a combiner returning its own strong write, and
 // Persist(), release the combiner lock with the full fence (a locked
 // exchange), in group commit as in per-put; a weak write does not
@@ -149,7 +147,7 @@ TEST(SkipListFenceTest, StrongCombinerAndPersistReleaseWithFullFence) {
 
 // With no Persist() and no background persister, weak writes are drained
 // once max_unpersisted_writes of them wait (the tracking list stays
-// bounded), and a crash-free reopen keeps them all.
+// bounded); the writes since the last drain stay unpersisted.
 TEST(SkipListFenceTest, WeakWritesDrainAtTheBound) {
   memtable::SkipListOptions lo;
   lo.max_unpersisted_writes = 4;
@@ -165,6 +163,8 @@ TEST(SkipListFenceTest, WeakWritesDrainAtTheBound) {
   EXPECT_TRUE(f.list->HasUnpersisted());
 }
 
+// Issue 8l: the same 1,000 keys inserted in different orders by different
+// numbers of threads give the same counts, exact for small ranges.
 TEST(SkipListEstimateTest, RangeCountsAreExactAndDeterministic) {
   memtable::SkipListOptions lo;
   lo.unique_keys = true;
