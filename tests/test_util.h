@@ -16,6 +16,7 @@
 #include <cstring>
 #include <filesystem>
 #include <mutex>
+#include <random>
 #include <string>
 #include <string_view>
 #include <thread>
@@ -197,6 +198,16 @@ inline bool WriteFile(const std::string& path, std::string_view data) {
   if (!f) return false;
   bool ok = std::fwrite(data.data(), 1, data.size(), f) == data.size();
   return std::fclose(f) == 0 && ok;
+}
+
+// n random bytes; printable: lowercase letters only.
+inline std::string RandomBytes(std::mt19937_64* rng, size_t n, bool printable) {
+  std::string s(n, '\0');
+  for (char& c : s) {
+    c = printable ? static_cast<char>('a' + (*rng)() % 26)
+                  : static_cast<char>((*rng)() & 0xff);
+  }
+  return s;
 }
 
 // Orders test threads deterministically: threads wait until the step
