@@ -30,38 +30,28 @@
 //                 --repeats=3
 #include <gflags/gflags.h>
 #include <libpmemobj.h>
-#include <sched.h>
 #include <sys/utsname.h>
 #include <unistd.h>
 
 #include <algorithm>
-#include <atomic>
 #include <chrono>
 #include <cinttypes>
 #include <cstdio>
 #include <cstdlib>
-#include <cstring>
-#include <ctime>
-#include <fstream>
 #include <map>
 #include <memory>
-#include <mutex>
 #include <sstream>
 #include <string>
 #include <thread>
 #include <tuple>
 #include <vector>
 
-#include "flintkv/options.h"
 #include "flintkv/status.h"
-#include "memtable/coding.h"
 #include "memtable/durable_skiplist.h"
-#include "memtable/key_comparator.h"
-#include "memtable/list_walk.h"
-#include "memtable/thread_id.h"
 #include "pmem/persist.h"
-#include "pmem/pool.h"
 #include "tools/baselines/baseline_bench.h"
+#include "tools/bench_util.h"
+#include "tools/flintkv_bench_run.h"
 
 DEFINE_string(num, "1000000",
               "Total operations (keys) per run; a comma-separated list runs "
@@ -108,21 +98,7 @@ namespace flintkv {
 namespace bench {
 namespace {
 
-using memtable::BytewiseKeyComparator;
-using memtable::DurableSkipList;
-using memtable::IndexNode;
-using memtable::SkipListOptions;
 using Clock = std::chrono::steady_clock;
-
-[[noreturn]] void Die(const std::string& msg) {
-  std::fprintf(stderr, "flintkv_bench: FATAL: %s\n", msg.c_str());
-  std::fflush(stdout);
-  std::exit(1);
-}
-
-void Check(const Status& s, const std::string& what) {
-  if (!s.ok()) Die(what + ": " + s.ToString());
-}
 
 std::vector<uint64_t> ParseList(const std::string& flag, const char* name) {
   std::vector<uint64_t> out;
@@ -140,391 +116,6 @@ std::vector<uint64_t> ParseList(const std::string& flag, const char* name) {
   return out;
 }
 
-// ---- Keys ----
-
-// A bijection on [0, 2^54): xorshift and odd multiplications mod 2^54.
-constexpr uint64_t kMask54 = (uint64_t{1} << 54) - 1;
-uint64_t Permute54(uint64_t x, uint64_t seed) {
-  x = (x ^ seed) & kMask54;
-  x ^= x >> 27;
-  x = (x * 0x3c79ac492ba7b653ull) & kMask54;
-  x ^= x >> 25;
-  x = (x * 0x1c69b3f74ac4ae35ull) & kMask54;
-  x ^= x >> 29;
-  return x;
-}
-
-// Distinct indexes map to distinct values in [0, 10^16) (cycle walking keeps
-// the restriction of a bijection to a subset a bijection).
-uint64_t KeyNumber(uint64_t index, uint64_t seed) {
-  constexpr uint64_t kLimit = 10000000000000000ull;  // 10^16
-  uint64_t x = Permute54(index, seed);
-  while (x >= kLimit) x = Permute54(x, seed);
-  return x;
-}
-
-// Writes key number `index` into dst[0, key_size).
-void MakeKey(uint64_t index, char* dst) {
-  const size_t ks = static_cast<size_t>(FLAGS_key_size);
-  uint64_t n = KeyNumber(index, FLAGS_seed);
-  if (FLAGS_key_format == "bytes") {
-    // Big-endian number first (distinct), then pseudo-random filler.
-    uint64_t fill = n * 0x9e3779b97f4a7c15ull + FLAGS_seed;
-    for (size_t i = 0; i < ks; i++) {
-      if (i < 8) {
-        dst[i] = static_cast<char>(n >> (56 - 8 * i));
-      } else {
-        fill ^= fill >> 31;
-        fill *= 0xbf58476d1ce4e5b9ull;
-        dst[i] = static_cast<char>(fill >> 56);
-      }
-    }
-    return;
-  }
-  // Fixed-width decimal, zero-padded on the left; keys shorter than 16
-  // digits keep the low digits (duplicates become possible).
-  for (size_t i = ks; i-- > 0;) {
-    dst[i] = static_cast<char>('0' + n % 10);
-    n /= 10;
-  }
-}
-
-// ---- Machine info ----
-
-std::string CpuInfoField(const std::string& field) {
-  std::ifstream in("/proc/cpuinfo");
-  std::string line;
-  while (std::getline(in, line)) {
-    if (line.compare(0, field.size(), field) == 0) {
-      size_t colon = line.find(':');
-      if (colon != std::string::npos) {
-        size_t b = line.find_first_not_of(" \t", colon + 1);
-        return b == std::string::npos ? "" : line.substr(b);
-      }
-    }
-  }
-  return "";
-}
-
-bool HasFlag(const std::string& flags, const std::string& f) {
-  std::stringstream ss(flags);
-  std::string w;
-  while (ss >> w) {
-    if (w == f) return true;
-  }
-  return false;
-}
-
-int AffinityCpus() {
-  cpu_set_t set;
-  if (sched_getaffinity(0, sizeof(set), &set) != 0) return -1;
-  return CPU_COUNT(&set);
-}
-
-// Jiffies stolen by the hypervisor and total, from /proc/stat.
-void CpuTimes(uint64_t* steal, uint64_t* total) {
-  std::ifstream in("/proc/stat");
-  std::string cpu;
-  in >> cpu;
-  *steal = *total = 0;
-  for (int i = 0; i < 10; i++) {
-    uint64_t v = 0;
-    if (!(in >> v)) break;
-    if (i < 8) *total += v;  // guest time is already in user/nice
-    if (i == 7) *steal = v;
-  }
-}
-
-std::string LoadAvg() {
-  std::ifstream in("/proc/loadavg");
-  std::string a, b, c;
-  in >> a >> b >> c;
-  return a + " " + b + " " + c;
-}
-
-double ProcessCpuSeconds() {
-  timespec ts;
-  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
-  return static_cast<double>(ts.tv_sec) + ts.tv_nsec * 1e-9;
-}
-
-std::string NowString() {
-  char buf[64];
-  std::time_t t = std::time(nullptr);
-  std::strftime(buf, sizeof(buf), "%Y-%m-%d %H:%M:%S %Z", std::localtime(&t));
-  return buf;
-}
-
-// ---- One run ----
-
-struct RunResult {
-  double seconds = 0;
-  double ops_per_sec = 0;
-  double p50_us = 0;
-  double p99_us = 0;
-  double cpus = 0;  // process CPU time / wall time over the timed region
-  memtable::WriteStats stats;
-};
-
-// Start barrier: every worker checks in, then the main thread opens the gate
-// and reads the start time. Waiters yield, so oversubscribed runs still
-// start promptly.
-struct StartGate {
-  std::atomic<int> ready{0};
-  std::atomic<bool> go{false};
-};
-
-double Percentile(std::vector<uint32_t>* v, double p) {
-  if (v->empty()) return 0;
-  size_t k = static_cast<size_t>(p * static_cast<double>(v->size() - 1));
-  std::nth_element(v->begin(), v->begin() + k, v->end());
-  return (*v)[k] / 1000.0;
-}
-
-std::string g_pool_notice;  // the pool's one-line "emulated PMEM" notice
-
-template <class P>
-RunResult RunOnce(const std::string& impl, const SkipListOptions& list_options,
-                  bool weak, uint64_t num, int threads, int run_id) {
-  const size_t ks = static_cast<size_t>(FLAGS_key_size);
-  const size_t vs = static_cast<size_t>(FLAGS_value_size);
-  const size_t klen = memtable::VarintLength(ks) + ks;
-  const size_t node_bytes = pmem::NvmNode::AllocSize(klen + vs);
-
-  PoolOptions po;
-  po.path = FLAGS_pool_dir + "/flintkv_bench_" + std::to_string(getpid()) +
-            "_" + std::to_string(run_id) + ".pool";
-  po.chunk_size = FLAGS_chunk_size;
-  // Nodes, one partly used chunk per writer, and pmemobj metadata.
-  po.size = num * node_bytes + num * node_bytes / 8 +
-            (threads + 2) * 2 * FLAGS_chunk_size + (64ull << 20);
-  po.size = std::max<uint64_t>(po.size, PMEMOBJ_MIN_POOL);
-  po.info_log = [](const std::string& m) {
-    if (g_pool_notice.empty()) g_pool_notice = m;
-  };
-  unlink(po.path.c_str());
-
-  RunResult result;
-  {
-    std::unique_ptr<pmem::Pool> pool;
-    Check(pmem::Pool::Open(po, &pool), "open pool " + po.path);
-    pmem::ListRoot* root = nullptr;
-    Check(pool->CreateList(pmem::kListStandalone, &root), "create list");
-    BytewiseKeyComparator cmp;
-    SkipListOptions lo = list_options;
-    lo.chunk_size = FLAGS_chunk_size;
-    auto list =
-        std::make_unique<DurableSkipList<P>>(&cmp, pool.get(), root, lo);
-
-    // Keys and latencies are laid out per thread, generated before the
-    // barrier by the thread that uses them.
-    std::vector<uint64_t> begin(threads + 1);
-    for (int t = 0; t <= threads; t++) begin[t] = num * t / threads;
-    std::vector<std::vector<char>> keys(threads);
-    std::vector<std::vector<uint32_t>> lat(threads);
-    std::vector<char> value(vs);
-    for (size_t i = 0; i < vs; i++) {
-      value[i] = static_cast<char>('a' + (i * 7 + FLAGS_seed) % 26);
-    }
-    StartGate gate;
-    std::atomic<bool> failed{false};
-    std::string failure;
-    std::mutex failure_mu;
-
-    auto worker = [&](int t) {
-      const uint64_t n = begin[t + 1] - begin[t];
-      std::vector<char>& k = keys[t];
-      k.resize(n * ks);
-      for (uint64_t i = 0; i < n; i++) MakeKey(begin[t] + i, &k[i * ks]);
-      const uint64_t bs = FLAGS_batch_size > 0 ? FLAGS_batch_size : 1;
-      // Touched now so that the timed loop takes no page faults here.
-      std::vector<uint32_t>& l = lat[t];
-      l.assign((n + bs - 1) / bs, 0);
-      size_t calls = 0;
-      std::vector<pmem::NvmNode*> batch;
-      batch.reserve(bs);
-      memtable::ThreadId::Get();  // not timed
-      gate.ready.fetch_add(1);
-      while (!gate.go.load(std::memory_order_acquire)) sched_yield();
-
-      auto make_node = [&](uint64_t i) -> pmem::NvmNode* {
-        pmem::NvmNode* node = nullptr;
-        Status s = list->AllocateNode(klen + vs, &node);
-        if (!s.ok()) {
-          std::lock_guard<std::mutex> g(failure_mu);
-          failure = "AllocateNode: " + s.ToString();
-          failed = true;
-          return nullptr;
-        }
-        char* p =
-            memtable::EncodeVarint32(node->data(), static_cast<uint32_t>(ks));
-        std::memcpy(p, &k[i * ks], ks);
-        std::memcpy(p + ks, value.data(), vs);
-        DurableSkipList<P>::SealNode(node, static_cast<uint32_t>(klen), 0);
-        return node;
-      };
-
-      Clock::time_point prev = Clock::now();
-      for (uint64_t i = 0; i < n && !failed.load(std::memory_order_relaxed);) {
-        Status s;
-        if (FLAGS_batch_size <= 0) {
-          pmem::NvmNode* node = make_node(i);
-          if (!node) break;
-          s = list->Insert(node, nullptr, !weak);
-          i++;
-        } else {
-          batch.clear();
-          for (uint64_t e = std::min(n, i + bs); i < e; i++) {
-            pmem::NvmNode* node = make_node(i);
-            if (!node) break;
-            batch.push_back(node);
-          }
-          if (failed.load()) break;
-          s = list->InsertBatch(batch.data(), batch.size(), !weak);
-        }
-        Clock::time_point now = Clock::now();
-        uint64_t ns =
-            std::chrono::duration_cast<std::chrono::nanoseconds>(now - prev)
-                .count();
-        l[calls++] = static_cast<uint32_t>(std::min<uint64_t>(ns, UINT32_MAX));
-        prev = now;
-        if (!s.ok()) {
-          std::lock_guard<std::mutex> g(failure_mu);
-          failure = "Insert: " + s.ToString();
-          failed = true;
-        }
-      }
-      l.resize(calls);
-    };
-
-    std::vector<std::thread> workers;
-    for (int t = 0; t < threads; t++) workers.emplace_back(worker, t);
-    while (gate.ready.load() < threads) sched_yield();
-    // Weak mode: the background persistence bound (as Store's).
-    std::atomic<bool> stop_persister{false};
-    std::thread persister;
-    if (weak) {
-      persister = std::thread([&] {
-        while (!stop_persister.load(std::memory_order_relaxed)) {
-          std::this_thread::sleep_for(
-              std::chrono::microseconds(FLAGS_persist_interval_us));
-          if (list->HasUnpersisted()) list->Persist();
-        }
-      });
-    }
-    double cpu0 = ProcessCpuSeconds();
-    Clock::time_point start = Clock::now();
-    gate.go.store(true, std::memory_order_release);
-    for (auto& w : workers) w.join();
-    if (weak) {
-      list->Persist();  // every write durable before the clock stops
-      stop_persister = true;
-      persister.join();
-    }
-    Clock::time_point end = Clock::now();
-    result.stats = list->GetWriteStats();
-    double cpu1 = ProcessCpuSeconds();
-    if (failed) Die(impl + ": run failed: " + failure);
-
-    result.seconds = std::chrono::duration<double>(end - start).count();
-    result.ops_per_sec = static_cast<double>(num) / result.seconds;
-    result.cpus = (cpu1 - cpu0) / result.seconds;
-    std::vector<uint32_t> all;
-    for (auto& l : lat) all.insert(all.end(), l.begin(), l.end());
-    result.p50_us = Percentile(&all, 0.50);
-    result.p99_us = Percentile(&all, 0.99);
-
-    // ---- Verification (not timed) ----
-    auto fail = [&](const std::string& what) {
-      Die(impl + " threads=" + std::to_string(threads) +
-          " num=" + std::to_string(num) + ": VERIFY FAILED: " + what);
-    };
-    if (list->NumEntries() != num) {
-      fail("NumEntries " + std::to_string(list->NumEntries()) +
-           " != " + std::to_string(num));
-    }
-    const uint64_t vv = list->VisibleVersion();
-    const uint64_t want_vv =
-        FLAGS_batch_size > 0
-            ? [&] {
-                uint64_t b = 0;
-                for (int t = 0; t < threads; t++) {
-                  uint64_t n = begin[t + 1] - begin[t];
-                  b += (n + FLAGS_batch_size - 1) / FLAGS_batch_size;
-                }
-                return b;
-              }()
-            : num;
-    if (vv != want_vv) {
-      fail("visible_version " + std::to_string(vv) +
-           " != " + std::to_string(want_vv) + " (one per Put / WriteBatch)");
-    }
-    if (FLAGS_verify == "full") {
-      // DRAM level 0: every entry, in order (Iterator skips nothing here:
-      // keys are distinct and there are no tombstones).
-      uint64_t count = 0;
-      typename DurableSkipList<P>::Iterator it(list.get(), vv);
-      std::string last;
-      for (it.SeekToFirst(); it.Valid(); it.Next()) {
-        std::string_view key = memtable::PrefixedKey(it.node()->key());
-        if (count > 0 && !(last < key)) fail("DRAM list out of order");
-        last.assign(key);
-        count++;
-      }
-      if (count != num && ks >= 16) {
-        fail("DRAM walk found " + std::to_string(count) + " keys, want " +
-             std::to_string(num));
-      }
-      // PMEM list: validated walk from the persistent head (P2).
-      uint64_t pcount = 0;
-      Status s = memtable::WalkList(
-          *pool, root, cmp, nullptr,
-          [&](const pmem::NvmNode* n) {
-            if (n->version == pmem::kUncommittedVersion) {
-              fail("persistent node still has version MAX");
-            }
-            pcount++;
-            return memtable::WalkDecision::kKeep;
-          },
-          [](uint64_t*) {});
-      if (!s.ok()) fail("PMEM walk: " + s.ToString());
-      if (pcount != num) {
-        fail("PMEM walk found " + std::to_string(pcount) + " nodes, want " +
-             std::to_string(num));
-      }
-    }
-    // Sampled lookups with value check.
-    std::vector<char> pk(klen);
-    int samples = std::max(1, FLAGS_verify_samples);
-    for (int j = 0; j < samples; j++) {
-      uint64_t idx = (num * static_cast<uint64_t>(j)) / samples +
-                     (j * 7919u) % std::max<uint64_t>(1, num / samples);
-      idx = std::min(idx, num - 1);
-      char* p = memtable::EncodeVarint32(pk.data(), static_cast<uint32_t>(ks));
-      MakeKey(idx, p);
-      const IndexNode* n = list->Find(pk.data(), vv);
-      if (!n) fail("key #" + std::to_string(idx) + " not found");
-      const pmem::NvmNode* pn = n->pnode;
-      if (pn->data_size != klen + vs ||
-          std::memcmp(pn->data() + klen, value.data(), vs) != 0) {
-        fail("key #" + std::to_string(idx) + " has a wrong value");
-      }
-    }
-    list.reset();
-    pool.reset();
-  }
-  unlink(po.path.c_str());
-  return result;
-}
-
-// ---- Driver ----
-
-struct Config {
-  std::string impl;
-  int threads;
-  uint64_t num;
-};
-
 struct Summary {
   double ops = 0, ops_min = 0, ops_max = 0, p50 = 0, p99 = 0, cpus = 0;
   double ops_per_cpu = 0;  // ops per CPU-second of this process
@@ -534,54 +125,6 @@ double Median(std::vector<double> v) {
   std::sort(v.begin(), v.end());
   size_t n = v.size();
   return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
-}
-
-RunResult RunImpl(const Config& c, int run_id) {
-  if (IsBaseline(c.impl)) {
-    BaselineConfig bc;
-    bc.impl = c.impl;
-    bc.num = c.num;
-    bc.threads = c.threads;
-    bc.key_size = static_cast<size_t>(FLAGS_key_size);
-    bc.value_size = static_cast<size_t>(FLAGS_value_size);
-    bc.batch_size = FLAGS_batch_size;
-    bc.pool_path = FLAGS_pool_dir + "/flintkv_bench_" +
-                   std::to_string(getpid()) + "_" + std::to_string(run_id) +
-                   ".pool";
-    bc.chunk_size = FLAGS_chunk_size;
-    bc.full_verify = FLAGS_verify == "full";
-    bc.verify_samples = FLAGS_verify_samples;
-    bc.make_key = MakeKey;
-    bc.info_log = [](const std::string& m) {
-      if (g_pool_notice.empty()) g_pool_notice = m;
-    };
-    BaselineResult br;
-    Check(RunBaseline(bc, &br), c.impl + " run");
-    RunResult r;
-    r.seconds = br.seconds;
-    r.ops_per_sec = br.ops_per_sec;
-    r.p50_us = br.p50_us;
-    r.p99_us = br.p99_us;
-    r.cpus = br.cpus;
-    return r;
-  }
-  SkipListOptions lo;
-  if (c.impl == "flintkv" || c.impl == "flintkv-weak") {
-    return RunOnce<pmem::PmemPersist>(c.impl, lo, c.impl == "flintkv-weak",
-                                      c.num, c.threads, run_id);
-  }
-  if (c.impl == "flintkv-group") {
-    lo.commit_mode = SkipListOptions::CommitMode::kGroup;
-    return RunOnce<pmem::PmemPersist>(c.impl, lo, false, c.num, c.threads,
-                                      run_id);
-  }
-  if (c.impl == "volatile") {
-    return RunOnce<pmem::NoPersist>(c.impl, lo, false, c.num, c.threads,
-                                    run_id);
-  }
-  lo.global_lock = true;
-  return RunOnce<pmem::PmemPersist>(c.impl, lo, false, c.num, c.threads,
-                                    run_id);
 }
 
 // "flintkv" expands into one impl per --durability mode.
@@ -801,8 +344,8 @@ int Main(int argc, char** argv) {
       run_id, std::chrono::duration<double>(Clock::now() - bench_start).count(),
       LoadAvg().c_str(),
       total1 > total0 ? 100.0 * (steal1 - steal0) / (total1 - total0) : 0.0);
-  if (!g_pool_notice.empty()) {
-    std::printf("- pool: %s\n", g_pool_notice.c_str());
+  if (!PoolNotice().empty()) {
+    std::printf("- pool: %s\n", PoolNotice().c_str());
   }
   const char* unit = FLAGS_batch_size > 0 ? "batch" : "put";
   std::printf(

@@ -22,7 +22,6 @@
 #include <atomic>
 #include <chrono>
 #include <cstdio>
-#include <fstream>
 #include <memory>
 #include <random>
 #include <sstream>
@@ -31,6 +30,7 @@
 #include <vector>
 
 #include "flintkv/store.h"
+#include "tools/bench_util.h"
 
 DEFINE_int32(keys, 10000, "Keys in the fixed key set");
 DEFINE_uint64(ops, 2000000, "Overwrites per run (all threads together)");
@@ -50,6 +50,7 @@ namespace {
 using flintkv::Status;
 using flintkv::Store;
 using flintkv::StoreOptions;
+using flintkv::bench::CpuInfoField;
 
 struct Run {
   double ops_per_sec = 0;
@@ -149,16 +150,10 @@ double Median(std::vector<double> v) {
 std::string Machine() {
   struct utsname u;
   uname(&u);
-  std::ifstream f("/proc/cpuinfo");
-  std::string line, model = "?";
-  while (std::getline(f, line)) {
-    if (line.rfind("model name", 0) == 0) {
-      model = line.substr(line.find(':') + 2);
-      break;
-    }
-  }
-  return model + ", " + std::to_string(std::thread::hardware_concurrency()) +
-         " CPUs, " + u.sysname + " " + u.release;
+  std::string model = CpuInfoField("model name");
+  return (model.empty() ? "?" : model) + ", " +
+         std::to_string(std::thread::hardware_concurrency()) + " CPUs, " +
+         u.sysname + " " + u.release;
 }
 
 }  // namespace

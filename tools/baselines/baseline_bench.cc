@@ -21,6 +21,7 @@
 #include "pmem/pool.h"
 #include "tools/baselines/listdb_sync.h"
 #include "tools/baselines/pmem_rocksdb.h"
+#include "tools/bench_util.h"
 
 namespace flintkv {
 namespace bench {
@@ -30,19 +31,6 @@ using baselines::ListDbSync;
 using baselines::PmemRocksDbStaging;
 using memtable::IndexNode;
 using Clock = std::chrono::steady_clock;
-
-double CpuSeconds() {
-  timespec ts;
-  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
-  return static_cast<double>(ts.tv_sec) + ts.tv_nsec * 1e-9;
-}
-
-double PercentileUs(std::vector<uint32_t>* v, double p) {
-  if (v->empty()) return 0;
-  size_t k = static_cast<size_t>(p * static_cast<double>(v->size() - 1));
-  std::nth_element(v->begin(), v->begin() + k, v->end());
-  return (*v)[k] / 1000.0;
-}
 
 // The timed part: threads split the keys evenly, start on a barrier, and
 // each call's latency is recorded. write(keys, values, n) is one Put (n = 1)
@@ -76,12 +64,7 @@ Status TimedRun(const BaselineConfig& c, const std::string& value,
       size_t m = 0;
       for (; m < bs && i < n; m++, i++) keys[m] = {&k[i * ks], ks};
       Status s = write(keys.data(), values.data(), m);
-      Clock::time_point now = Clock::now();
-      uint64_t ns =
-          std::chrono::duration_cast<std::chrono::nanoseconds>(now - prev)
-              .count();
-      l[calls++] = static_cast<uint32_t>(std::min<uint64_t>(ns, UINT32_MAX));
-      prev = now;
+      l[calls++] = LapNs(&prev);
       if (!s.ok()) {
         std::lock_guard<std::mutex> g(mu);
         failure = s;
@@ -93,12 +76,12 @@ Status TimedRun(const BaselineConfig& c, const std::string& value,
   std::vector<std::thread> workers;
   for (int t = 0; t < threads; t++) workers.emplace_back(worker, t);
   while (ready.load() < threads) sched_yield();
-  double cpu0 = CpuSeconds();
+  double cpu0 = ProcessCpuSeconds();
   Clock::time_point start = Clock::now();
   go.store(true, std::memory_order_release);
   for (auto& w : workers) w.join();
   Clock::time_point end = Clock::now();
-  double cpu1 = CpuSeconds();
+  double cpu1 = ProcessCpuSeconds();
   if (failed) return failure;
   out->seconds = std::chrono::duration<double>(end - start).count();
   out->ops_per_sec = static_cast<double>(c.num) / out->seconds;
