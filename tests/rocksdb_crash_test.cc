@@ -43,27 +43,27 @@
 namespace flintkv {
 namespace {
 
-using test::Apply;
-using test::Cfs;
-using test::CloseDb;
-using test::Config;
-using test::ConfigNamed;
-using test::DbOptions;
-using test::GenOp;
-using test::kCfs;
-using test::kConfigs;
-using test::KeyOf;
-using test::Kind;
-using test::kKeysPerThread;
-using test::kNoFlushWriteBuffer;
-using test::kSmallWriteBuffer;
-using test::kThreads;
-using test::Mix;
-using test::Mut;
-using test::Op;
-using test::Open;
-using test::State;
-using test::Txn;
+using crash_campaign::Apply;
+using crash_campaign::Cfs;
+using crash_campaign::CloseDb;
+using crash_campaign::Config;
+using crash_campaign::ConfigNamed;
+using crash_campaign::DbOptions;
+using crash_campaign::GenOp;
+using crash_campaign::kCfs;
+using crash_campaign::kConfigs;
+using crash_campaign::KeyOf;
+using crash_campaign::Kind;
+using crash_campaign::kKeysPerThread;
+using crash_campaign::kNoFlushWriteBuffer;
+using crash_campaign::kSmallWriteBuffer;
+using crash_campaign::kThreads;
+using crash_campaign::Mix;
+using crash_campaign::Mut;
+using crash_campaign::Op;
+using crash_campaign::Open;
+using crash_campaign::State;
+using crash_campaign::Txn;
 
 // ---- Child ----
 

@@ -32,7 +32,9 @@
 #include "tests/test_util.h"
 
 namespace flintkv {
-namespace test {
+namespace crash_campaign {
+
+using test::AppendOperator;
 
 constexpr int kThreads = 3;
 constexpr int kKeysPerThread = 64;
@@ -287,5 +289,5 @@ inline void CloseDb(rocksdb::DB* db,
   delete db;
 }
 
-}  // namespace test
+}  // namespace crash_campaign
 }  // namespace flintkv

@@ -32,37 +32,24 @@
 #include "rocksdb/slice_transform.h"
 #include "rocksdb/utilities/options_util.h"
 #include "rocksdb/write_batch.h"
+#include "tests/append_operator.h"
 #include "tests/single_delete_model.h"
 #include "tests/test_util.h"
 
 namespace flintkv {
-namespace test {
+namespace diff {
 
 using rocks::PoolHandle;
 using rocksdb::ColumnFamilyHandle;
 using rocksdb::ReadOptions;
 using rocksdb::Slice;
 using rocksdb::WriteOptions;
+using test::AppendOperator;
+using test::TempDir;
 
 constexpr uint64_t kPoolSize = 256ull << 20;
 constexpr uint64_t kChunkSize = 64 << 10;
 constexpr size_t kWriteBufferSize = 256 << 10;
-
-// Merge operator: values joined with ','.
-class AppendOperator : public rocksdb::AssociativeMergeOperator {
- public:
-  bool Merge(const Slice&, const Slice* existing, const Slice& value,
-             std::string* out, rocksdb::Logger*) const override {
-    out->clear();
-    if (existing) {
-      out->assign(existing->data(), existing->size());
-      out->push_back(',');
-    }
-    out->append(value.data(), value.size());
-    return true;
-  }
-  const char* Name() const override { return "FlintTestAppend"; }
-};
 
 // Counts flushes that RocksDB started on its own (memtable full), i.e.
 // proof that ApproximateMemoryUsage drives memtable switches.
@@ -541,5 +528,5 @@ inline std::string CompareScans(Pair* pair,
   return "";
 }
 
-}  // namespace test
+}  // namespace diff
 }  // namespace flintkv

@@ -25,18 +25,20 @@
 namespace flintkv {
 namespace {
 
+using diff::BaseOptions;
+using diff::CompareScans;
+using diff::Config;
+using diff::Db;
+using diff::Driver;
+using diff::FlintFactory;
+using diff::kChunkSize;
+using diff::Key;
+using diff::kPoolSize;
+using diff::kWriteBufferSize;
+using diff::Pair;
 using rocks::PoolHandle;
 using rocksdb::ReadOptions;
 using rocksdb::WriteOptions;
-using test::Config;
-using test::Db;
-using test::Driver;
-using test::FlintFactory;
-using test::kChunkSize;
-using test::Key;
-using test::kPoolSize;
-using test::kWriteBufferSize;
-using test::Pair;
 using test::TempDir;
 
 struct DiffParam {

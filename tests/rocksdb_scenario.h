@@ -27,23 +27,10 @@
 #include "rocksdb/db.h"
 #include "rocksdb/merge_operator.h"
 #include "test_util.h"
+#include "tests/append_operator.h"
 
 namespace flintkv {
 namespace test {
-
-// "a" then "b" merge to "a,b".
-class AppendOperator : public rocksdb::AssociativeMergeOperator {
- public:
-  bool Merge(const rocksdb::Slice&, const rocksdb::Slice* existing,
-             const rocksdb::Slice& value, std::string* out,
-             rocksdb::Logger*) const override {
-    out->clear();
-    if (existing) out->assign(existing->data(), existing->size()).append(",");
-    out->append(value.data(), value.size());
-    return true;
-  }
-  const char* Name() const override { return "FlintTestAppend"; }
-};
 
 inline std::string Key(int i) {
   char b[16];

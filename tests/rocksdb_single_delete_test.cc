@@ -14,7 +14,7 @@
 
 #include "rocksdb/db.h"
 #include "rocksdb/options.h"
-#include "tests/rocksdb_scenario.h"  // AppendOperator
+#include "tests/append_operator.h"
 #include "tests/single_delete_model.h"
 #include "tests/test_util.h"
 

@@ -1,5 +1,6 @@
 #include "tools/bench_util.h"
 
+#include <errno.h>  // program_invocation_short_name (GNU)
 #include <sched.h>
 
 #include <algorithm>

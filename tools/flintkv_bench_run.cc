@@ -2,6 +2,7 @@
 
 #include <gflags/gflags.h>
 #include <libpmemobj.h>
+#include <sched.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -9,6 +10,7 @@
 #include <chrono>
 #include <cstring>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <thread>
 #include <vector>
@@ -91,6 +93,7 @@ void MakeKey(uint64_t index, char* dst) {
   }
 }
 
+// Start barrier: every worker checks in, then the main thread opens the gate
 // and reads the start time. Waiters yield, so oversubscribed runs still
 // start promptly.
 struct StartGate {
