@@ -43,13 +43,14 @@ import csv
 import os
 import re
 import shutil
-import statistics
-import subprocess
 import sys
 import tempfile
 import time
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+from paper_figures_e2e import end_to_end, fig10
+from paper_figures_lib import (ROOT, group, log, median, plot_lines, sh,
+                               write_csv)
+
 IMPLS = ["flintkv", "listdb", "pmemrocksdb"]
 RUN_RE = re.compile(
     r"^run (\d+)/(\d+) (\S+) +threads=(\d+) +num=(\d+) +(\d+) ops/s +p50 +"
@@ -57,31 +58,6 @@ RUN_RE = re.compile(
 # Hook for the per-run counters (issue 9 item 4): any "name=number" field
 # after the standard ones on a run line, e.g. "fences/put=1.02".
 STAT_RE = re.compile(r"([A-Za-z_][\w/.-]*)=([\d.]+)")
-
-
-def log(msg):
-    print(f"[paper_figures {time.strftime('%H:%M:%S')}] {msg}", flush=True)
-
-
-def sh(cmd, env=None, cwd=None, check=True):
-    log("$ " + " ".join(cmd))
-    p = subprocess.run(cmd, env=env, cwd=cwd, stdout=subprocess.PIPE,
-                       stderr=subprocess.PIPE, text=True)
-    if check and p.returncode != 0:
-        sys.stderr.write(p.stdout[-3000:] + p.stderr[-3000:])
-        raise SystemExit(f"paper_figures: FAIL: {cmd[0]} exited {p.returncode}")
-    return p
-
-
-def median(xs):
-    return statistics.median(xs) if xs else float("nan")
-
-
-def write_csv(path, header, rows):
-    with open(path, "w", newline="") as f:
-        w = csv.writer(f)
-        w.writerow(header)
-        w.writerows(rows)
 
 
 # ---------------------------------------------------------------- standalone
@@ -109,13 +85,6 @@ def bench(a, args):
         l for l in p.stdout.splitlines() if l.startswith("- ")))
     a.last_header = a.bench_headers[-1]
     return runs
-
-
-def group(runs, *keys):
-    out = {}
-    for r in runs:
-        out.setdefault(tuple(r[k] for k in keys), []).append(r)
-    return out
 
 
 def fig_throughput(a, name, runs, xkey, xlabel, series_key="impl",
@@ -150,27 +119,6 @@ def fig_throughput(a, name, runs, xkey, xlabel, series_key="impl",
                              if (s, x) in med] for s in series},
                xlabel, "kops/s (median)", title, logx)
     return "\n".join(table)
-
-
-def plot_lines(a, name, data, xlabel, ylabel, title, logx=False):
-    import matplotlib
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-    fig, ax = plt.subplots(figsize=(5.5, 3.6))
-    for s, pts in data.items():
-        if pts:
-            ax.plot([p[0] for p in pts], [p[1] for p in pts], marker="o",
-                    label=s)
-    if logx:
-        ax.set_xscale("log", base=2)
-    ax.set_xlabel(xlabel)
-    ax.set_ylabel(ylabel)
-    ax.set_title(title, fontsize=9)
-    ax.grid(alpha=0.3)
-    ax.legend(fontsize=8)
-    fig.tight_layout()
-    fig.savefig(os.path.join(a.out, f"{name}.png"), dpi=110)
-    plt.close(fig)
 
 
 def fig4_5(a, md):
@@ -364,142 +312,6 @@ def fig7(a, md):
     md.append(f"### Fig 7: WriteBatch ({a.fig7_threads} threads, "
               f"{a.fig7_num} keys; kops/s = keys/s)\n\n"
               f"![fig7](paper_figures/fig7.png)\n\n{tab}\n")
-
-
-# ---------------------------------------------------------------- db_bench
-
-def db_bench_builds(a):
-    """(label, db_bench, extra env) for Debian's and the release build."""
-    builds = [("debian", "/usr/bin/db_bench", {})]
-    rel = os.path.join(a.cache, "rocksdb-release")
-    if os.path.exists(os.path.join(rel, "bin", "db_bench")):
-        builds.append(("release", os.path.join(rel, "bin", "db_bench"),
-                       {"LD_LIBRARY_PATH": os.path.join(rel, "lib")}))
-    return builds
-
-
-def db_bench_once(a, binary, env_extra, cfg, threads, num, where):
-    """One fillrandom run (run_main.sh's flags); returns ops/s."""
-    work = tempfile.mkdtemp(prefix="flintkv_figs_db_", dir=where)
-    pool = tempfile.mkdtemp(prefix="flintkv_figs_pool_", dir="/dev/shm")
-    try:
-        args = [binary, "--benchmarks=fillrandom", f"--num={num // threads}",
-                f"--threads={threads}", "--value_size=128", "--key_size=16",
-                f"--db={work}/db", f"--wal_dir={work}/wal",
-                "--compression_type=none", "--histogram=0",
-                "--stats_interval=0", "--seed=42"]
-        if cfg == "flintkv":
-            args += ["--disable_wal=1",
-                     f"--memtablerep=id=flintkv;pool_dir={pool}/p;"
-                     "pool_size=2G"]
-        else:  # RocksDB's skiplist, WAL sync=1, pipelined (PMemRocksDB-like)
-            args += ["--disable_wal=0", "--sync=1", "--enable_pipelined_write=1"]
-        env = dict(os.environ, **env_extra)
-        env["LD_PRELOAD"] = a.plugin  # both configs, as run_main.sh
-        p = sh(args, env=env)
-        out = p.stdout + p.stderr
-        if cfg == "flintkv" and not re.search(r"Memtablerep: *FlintKVFactory",
-                                              out):
-            raise SystemExit("paper_figures: FAIL: db_bench did not use flintkv")
-        m = re.search(r"^fillrandom +:.* ([\d.]+) ops/sec", out, re.M)
-        if not m:
-            raise SystemExit("paper_figures: FAIL: no fillrandom line:\n" + out)
-        asserts = "Assertions are enabled" in out
-        return float(m.group(1)), asserts
-    finally:
-        shutil.rmtree(work, ignore_errors=True)
-        shutil.rmtree(pool, ignore_errors=True)
-
-
-def end_to_end(a, md, name, cfgs, num, threads, where, title, paper):
-    builds = db_bench_builds(a)
-    res = {}
-    asserts = {}
-    for rep in range(a.repeats):
-        for t in threads:
-            for label, binary, env in builds:
-                for cfg in cfgs:
-                    ops, asr = db_bench_once(a, binary, env, cfg, t, num, where)
-                    res.setdefault((label, cfg, t), []).append(ops)
-                    asserts[label] = asr
-    rows = [[b, c, t, len(v), round(median(v)), round(min(v)), round(max(v))]
-            for (b, c, t), v in sorted(res.items())]
-    write_csv(os.path.join(a.out, f"{name}.csv"),
-              ["rocksdb_build", "config", "threads", "runs", "ops_per_s_median",
-               "min", "max"], rows)
-    med = {k: median(v) for k, v in res.items()}
-    other = cfgs[1]
-    table = ["| threads | " + " | ".join(
-        f"{b}: flintkv | {b}: {other} | {b}: ratio" for b, _, _ in builds) +
-             " |", "|---:|" + "---:|" * 3 * len(builds)]
-    for t in threads:
-        cells = []
-        for b, _, _ in builds:
-            f, o = med[(b, "flintkv", t)], med[(b, other, t)]
-            cells += [f"{f / 1e3:.0f}k", f"{o / 1e3:.0f}k", f"**{f / o:.2f}**"]
-        table.append(f"| {t} | " + " | ".join(cells) + " |")
-    plot_lines(a, name, {f"{b}: {c}": [(t, med[(b, c, t)] / 1e3)
-                                       for t in threads]
-                         for b, _, _ in builds for c in cfgs},
-               "threads", "kops/s (median)", title, logx=True)
-    which = "; ".join(
-        f"`{b}` = {bin_} ({'assertions ON' if asserts.get(b) else 'NDEBUG'}"
-        f"{', LD_LIBRARY_PATH=' + env['LD_LIBRARY_PATH'] if env else ''})"
-        for b, bin_, env in builds)
-    if len(builds) == 1:
-        which += ("; the release build is absent (run "
-                  "scripts/build_release_rocksdb.sh, then this script again)")
-    md.append(f"### {title}\n\n![{name}](paper_figures/{name}.png)\n\n"
-              f"RocksDB builds: {which}. Ratio = flintkv / {other}, medians of "
-              f"{a.repeats}.\n\n" + "\n".join(table) + f"\n\nPaper: {paper}\n")
-
-
-# ---------------------------------------------------------------- recovery
-
-def fig10(a, md):
-    out = os.path.join(a.out, "recovery.md")
-    cmd = [os.path.join(ROOT, "scripts", "recovery_bench.sh")]
-    if a.quick or a.short:
-        cmd.append("--quick")  # 30 MB only, one run
-    cmd.append(a.build)
-    env = dict(os.environ, RECOVERY_OUT=out)
-    sh(cmd, env=env)
-    rows = []
-    pat = re.compile(r"recovery mb=(\d+) .*?flintkv ([\d.]+) s.*rocksdb_wal "
-                     r"([\d.]+) s")
-    with open(out) as f:
-        for line in f:
-            m = pat.search(line)
-            if m:
-                rows.append([int(m.group(1)), float(m.group(2)),
-                             float(m.group(3))])
-    if not rows:
-        raise SystemExit("paper_figures: FAIL: no recovery lines in " + out)
-    write_csv(os.path.join(a.out, "fig10.csv"),
-              ["mb", "flintkv_s", "rocksdb_wal_s"], rows)
-    import matplotlib
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-    fig, ax = plt.subplots(figsize=(5, 3.4))
-    xs = range(len(rows))
-    ax.bar([x - 0.2 for x in xs], [r[1] for r in rows], 0.4, label="flintkv")
-    ax.bar([x + 0.2 for x in xs], [r[2] for r in rows], 0.4,
-           label="RocksDB WAL replay")
-    ax.set_xticks(list(xs), [f"{r[0]} MB" for r in rows])
-    ax.set_ylabel("seconds (median)")
-    ax.set_title("Fig 10: recovery time", fontsize=9)
-    ax.legend(fontsize=8)
-    fig.tight_layout()
-    fig.savefig(os.path.join(a.out, "fig10.png"), dpi=110)
-    plt.close(fig)
-    table = ["| MB | flintkv s | RocksDB WAL replay s | speed-up |",
-             "|---:|---:|---:|---:|"] + [
-        f"| {m} | {f:.2f} | {r:.2f} | {r / f:.2f}x |" for m, f, r in rows]
-    md.append("### Fig 10: recovery (scripts/recovery_bench.sh; its full "
-              "output: `paper_figures/recovery.md`)\n\n"
-              "![fig10](paper_figures/fig10.png)\n\n" + "\n".join(table) +
-              "\n\nPaper: FlintKV recovers 171.5% faster at ~30 MB and 20% "
-              "faster at ~300 MB than the WAL replay of PMemRocksDB/ListDB.\n")
 
 
 # ---------------------------------------------------------------- main
