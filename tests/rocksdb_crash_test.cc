@@ -20,9 +20,11 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <condition_variable>
 #include <cstdlib>
 #include <cstring>
 #include <map>
+#include <mutex>
 #include <optional>
 #include <random>
 #include <string>
@@ -140,11 +142,43 @@ rocksdb::Status Commit(rocksdb::DB* db, Txn txn,
   rocksdb::WriteOptions wo;
   wo.disableWAL = !config.wal;
   wo.sync = config.sync;
+  // close_every: writers pass the gate for each operation; the closer
+  // shuts it, waits for the operations inside, closes and reopens the DB.
+  std::mutex gate_mu;
+  std::condition_variable gate_cv;
+  int inside = 0;
+  bool closing = false;
+  std::atomic<uint64_t> acked{0};
   std::vector<std::thread> threads;
+  if (config.close_every > 0) {
+    threads.emplace_back([&] {
+      for (uint64_t next = config.close_every;; next += config.close_every) {
+        while (acked.load(std::memory_order_acquire) < next) usleep(100);
+        std::unique_lock<std::mutex> l(gate_mu);
+        closing = true;
+        gate_cv.wait(l, [&] { return inside == 0; });
+        CloseDb(db, &h);  // avoid_flush_during_shutdown: nothing flushed
+        rocksdb::Status os =
+            Open(dir, wrapper, &h, &db, &rep, kSmallWriteBuffer, config);
+        if (!os.ok()) {
+          std::fprintf(stderr, "child: reopen: %s\n", os.ToString().c_str());
+          _exit(8);
+        }
+        closing = false;
+        gate_cv.notify_all();
+        if (write(fd, "C\n", 2) != 2) _exit(9);
+      }
+    });
+  }
   for (int t = 0; t < kThreads; t++) {
     threads.emplace_back([&, t] {
       for (uint64_t n = start[t]; !hold || n < start[t] + hold; n++) {
         Op op = GenOp(seed, t, n);
+        if (config.close_every > 0) {
+          std::unique_lock<std::mutex> l(gate_mu);
+          gate_cv.wait(l, [&] { return !closing; });
+          inside++;
+        }
         rocksdb::Status st;
         if (config.txn != Txn::kNone) {
           st = Commit(db, config.txn, wo, h, op);
@@ -170,10 +204,15 @@ rocksdb::Status Commit(rocksdb::DB* db, Txn txn,
           }
           st = db->Write(wo, &b);
         }
+        if (config.close_every > 0) {
+          std::lock_guard<std::mutex> l(gate_mu);
+          if (--inside == 0) gate_cv.notify_all();
+        }
         if (!st.ok()) {
           std::fprintf(stderr, "child: write: %s\n", st.ToString().c_str());
           _exit(5);
         }
+        acked.fetch_add(1, std::memory_order_release);
         char msg[64];
         int len = std::snprintf(msg, sizeof(msg), "%d %llu\n", t,
                                 static_cast<unsigned long long>(n));
@@ -202,14 +241,17 @@ struct Campaign {
   uint64_t next[kThreads] = {0, 0, 0};  // next op number per thread
   State state[kThreads];                // verified state per thread
   uint64_t acked_total = 0;
+  uint64_t reopens = 0;  // close_every: completed close + reopen cycles
 };
 
 // Runs one child until it has acknowledged about `acks` operations (then a
 // random extra delay), kills it. Returns the last acked op per thread
 // (next - 1: none in this run) via last[]. hold > 0: the child does exactly
 // `hold` operations per thread without flushing and is killed only after it
-// said so (no timing involved).
-void RunChild(Campaign* c, int acks, int64_t last[kThreads], int hold = 0) {
+// said so (no timing involved). min_reopens: also wait for that many
+// completed close + reopen cycles (close_every configs).
+void RunChild(Campaign* c, int acks, int64_t last[kThreads], int hold = 0,
+              int min_reopens = 0) {
   int p[2];
   ASSERT_EQ(pipe(p), 0);
   std::string start;
@@ -237,13 +279,18 @@ void RunChild(Campaign* c, int acks, int64_t last[kThreads], int hold = 0) {
   close(p[1]);
   FILE* in = fdopen(p[0], "r");
   char line[128];
-  int got = 0;
+  int got = 0, reopens = 0;
   bool ready = false, held = false;
   std::mt19937_64 rng(c->seed ^ Mix(c->acked_total));
   int extra_us = hold ? 0 : static_cast<int>(rng() % 3000);
-  while ((hold ? !held : got < acks) && fgets(line, sizeof(line), in)) {
+  while ((hold ? !held : got < acks || reopens < min_reopens) &&
+         fgets(line, sizeof(line), in)) {
     if (line[0] == 'R') {
       ready = true;
+      continue;
+    }
+    if (line[0] == 'C') {
+      reopens++;
       continue;
     }
     if (line[0] == 'H') {
@@ -262,6 +309,7 @@ void RunChild(Campaign* c, int acks, int64_t last[kThreads], int hold = 0) {
   // Drain what the child reported before it died (acks written before the
   // kill are acknowledged operations too).
   while (fgets(line, sizeof(line), in)) {
+    if (line[0] == 'C') reopens++;
     int t;
     unsigned long long n;
     if (std::sscanf(line, "%d %llu", &t, &n) == 2) {
@@ -276,7 +324,9 @@ void RunChild(Campaign* c, int acks, int64_t last[kThreads], int hold = 0) {
   ASSERT_TRUE(!hold || held) << "child did not finish its writes";
   ASSERT_TRUE(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL)
       << "child exited on its own, status " << status;
+  ASSERT_GE(reopens, min_reopens) << "child died before it reopened the DB";
   c->acked_total += got;
+  c->reopens += reopens;
 }
 
 std::string Show(const std::optional<std::string>& v) {
@@ -371,13 +421,19 @@ void RunCampaign(bool wrapper, const Config& config = kConfigs[0],
   SCOPED_TRACE("FLINTKV_SEED=" + std::to_string(c.seed));
   for (int round = 0; round < kills; round++) {
     int acks = 1 + static_cast<int>(rng() % 4000);
+    // close_every: every other child is killed only after a completed
+    // close + reopen; the others at a random point (maybe inside one).
+    int min_reopens = config.close_every > 0 && round % 2 == 0 ? 1 : 0;
     int64_t last[kThreads];
-    ASSERT_NO_FATAL_FAILURE(RunChild(&c, acks, last));
+    ASSERT_NO_FATAL_FAILURE(RunChild(&c, acks, last, 0, min_reopens));
     ASSERT_NO_FATAL_FAILURE(RecoverAndCheck(&c, last, round));
   }
-  std::printf("%s %s: %d kills, %llu acknowledged operations checked\n",
-              config.name, wrapper ? "wrapper" : "plain", kills,
-              static_cast<unsigned long long>(c.acked_total));
+  std::printf(
+      "%s %s: %d kills, %llu acknowledged operations checked, %llu close + "
+      "reopen cycles\n",
+      config.name, wrapper ? "wrapper" : "plain", kills,
+      static_cast<unsigned long long>(c.acked_total),
+      static_cast<unsigned long long>(c.reopens));
   std::system(("rm -rf " + c.dir).c_str());
 }
 

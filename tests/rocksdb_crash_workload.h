@@ -66,6 +66,10 @@ struct Config {
   int64_t maintain = 0;  // max_write_buffer_size_to_maintain
   bool prefix_bloom = false;
   Txn txn = Txn::kNone;
+  // > 0: avoid_flush_during_shutdown, and the child closes the DB (its
+  // memtables stay unflushed in the pool) and reopens it (OpenDB recovers
+  // them) after about this many acknowledged operations, again and again.
+  int close_every = 0;
 };
 inline const Config kConfigs[] = {
     {"default", true, true},
@@ -91,6 +95,9 @@ inline const Config kConfigs[] = {
      false, false, 4, 1, 0, false, Txn::kPessimistic},
     {"optimistic_transaction_db", true, false, false, false, false, false,
      false, true, false, false, 4, 1, 0, false, Txn::kOptimistic},
+    {"avoid_flush_during_shutdown", false, true, false, false, false, false,
+     false, true, false, false, 4, 1, 0, false, Txn::kNone,
+     /*close_every=*/400},
 };
 inline const Config& ConfigNamed(const std::string& name) {
   for (const Config& c : kConfigs) {
@@ -195,6 +202,7 @@ inline rocksdb::DBOptions DbOptions(const Config& c = kConfigs[0]) {
   o.allow_concurrent_memtable_write = c.concurrent_memtable;
   o.atomic_flush = c.atomic_flush;
   o.avoid_flush_during_recovery = c.avoid_flush_during_recovery;
+  o.avoid_flush_during_shutdown = c.close_every > 0;
   return o;
 }
 
