@@ -144,25 +144,62 @@ rocksdb::Status Commit(rocksdb::DB* db, Txn txn,
   wo.sync = config.sync;
   // close_every: writers pass the gate for each operation; the closer
   // shuts it, waits for the operations inside, closes and reopens the DB.
+  // It reads every key before the close and after the reopen: a write lost
+  // by any cycle is caught at once, before later writes can overwrite it.
+  if (config.close_every > 0 && hold) {
+    std::fprintf(stderr, "child: close_every and hold do not combine\n");
+    _exit(11);
+  }
   std::mutex gate_mu;
   std::condition_variable gate_cv;
   int inside = 0;
   bool closing = false;
   std::atomic<uint64_t> acked{0};
   std::vector<std::thread> threads;
+  auto read_all = [&] {
+    std::map<std::pair<int, std::string>, std::string> all;
+    for (int cf = 0; cf < kCfs; cf++) {
+      for (int t = 0; t < kThreads; t++) {
+        for (int k = 0; k < kKeysPerThread; k++) {
+          std::string v;
+          rocksdb::Status rs =
+              db->Get(rocksdb::ReadOptions(), h[cf], KeyOf(t, k), &v);
+          if (!rs.ok() && !rs.IsNotFound()) {
+            std::fprintf(stderr, "child: read: %s\n", rs.ToString().c_str());
+            _exit(12);
+          }
+          if (rs.ok()) all[{cf, KeyOf(t, k)}] = v;
+        }
+      }
+    }
+    return all;
+  };
   if (config.close_every > 0) {
     threads.emplace_back([&] {
       for (uint64_t next = config.close_every;; next += config.close_every) {
-        while (acked.load(std::memory_order_acquire) < next) usleep(100);
+        while (acked.load(std::memory_order_acquire) < next) usleep(1000);
         std::unique_lock<std::mutex> l(gate_mu);
         closing = true;
         gate_cv.wait(l, [&] { return inside == 0; });
-        CloseDb(db, &h);  // avoid_flush_during_shutdown: nothing flushed
+        auto before = read_all();
+        if (write(fd, "c\n", 2) != 2) _exit(9);  // a close begins
+        for (auto* cf : h) db->DestroyColumnFamilyHandle(cf);
+        h.clear();
+        rocksdb::Status cs = db->Close();  // nothing flushed
+        if (!cs.ok()) {
+          std::fprintf(stderr, "child: close: %s\n", cs.ToString().c_str());
+          _exit(10);
+        }
+        delete db;
         rocksdb::Status os =
             Open(dir, wrapper, &h, &db, &rep, kSmallWriteBuffer, config);
         if (!os.ok()) {
           std::fprintf(stderr, "child: reopen: %s\n", os.ToString().c_str());
           _exit(8);
+        }
+        if (read_all() != before) {
+          std::fprintf(stderr, "child: close + reopen changed the data\n");
+          _exit(13);
         }
         closing = false;
         gate_cv.notify_all();
@@ -241,17 +278,19 @@ struct Campaign {
   uint64_t next[kThreads] = {0, 0, 0};  // next op number per thread
   State state[kThreads];                // verified state per thread
   uint64_t acked_total = 0;
-  uint64_t reopens = 0;  // close_every: completed close + reopen cycles
+  uint64_t reopens = 0;         // close_every: completed close + reopens
+  uint64_t kills_in_cycle = 0;  // kills between a close's start and reopen
 };
 
 // Runs one child until it has acknowledged about `acks` operations (then a
 // random extra delay), kills it. Returns the last acked op per thread
 // (next - 1: none in this run) via last[]. hold > 0: the child does exactly
 // `hold` operations per thread without flushing and is killed only after it
-// said so (no timing involved). min_reopens: also wait for that many
-// completed close + reopen cycles (close_every configs).
+// said so (no timing involved). close_every configs: min_reopens: also
+// wait for that many completed close + reopen cycles; at_close: kill the
+// child as soon as it says a close begins (acks ignored).
 void RunChild(Campaign* c, int acks, int64_t last[kThreads], int hold = 0,
-              int min_reopens = 0) {
+              int min_reopens = 0, bool at_close = false) {
   int p[2];
   ASSERT_EQ(pipe(p), 0);
   std::string start;
@@ -280,16 +319,25 @@ void RunChild(Campaign* c, int acks, int64_t last[kThreads], int hold = 0,
   FILE* in = fdopen(p[0], "r");
   char line[128];
   int got = 0, reopens = 0;
-  bool ready = false, held = false;
+  bool ready = false, held = false, in_cycle = false;
   std::mt19937_64 rng(c->seed ^ Mix(c->acked_total));
-  int extra_us = hold ? 0 : static_cast<int>(rng() % 3000);
-  while ((hold ? !held : got < acks || reopens < min_reopens) &&
-         fgets(line, sizeof(line), in)) {
+  int extra_us = hold || at_close ? 0 : static_cast<int>(rng() % 3000);
+  auto want_more = [&] {
+    if (hold) return !held;
+    if (at_close) return !in_cycle;
+    return got < acks || reopens < min_reopens;
+  };
+  while (want_more() && fgets(line, sizeof(line), in)) {
     if (line[0] == 'R') {
       ready = true;
       continue;
     }
+    if (line[0] == 'c') {
+      in_cycle = true;
+      continue;
+    }
     if (line[0] == 'C') {
+      in_cycle = false;
       reopens++;
       continue;
     }
@@ -309,7 +357,11 @@ void RunChild(Campaign* c, int acks, int64_t last[kThreads], int hold = 0,
   // Drain what the child reported before it died (acks written before the
   // kill are acknowledged operations too).
   while (fgets(line, sizeof(line), in)) {
-    if (line[0] == 'C') reopens++;
+    if (line[0] == 'c') in_cycle = true;
+    if (line[0] == 'C') {
+      in_cycle = false;
+      reopens++;
+    }
     int t;
     unsigned long long n;
     if (std::sscanf(line, "%d %llu", &t, &n) == 2) {
@@ -327,6 +379,7 @@ void RunChild(Campaign* c, int acks, int64_t last[kThreads], int hold = 0,
   ASSERT_GE(reopens, min_reopens) << "child died before it reopened the DB";
   c->acked_total += got;
   c->reopens += reopens;
+  c->kills_in_cycle += in_cycle;
 }
 
 std::string Show(const std::optional<std::string>& v) {
@@ -421,19 +474,23 @@ void RunCampaign(bool wrapper, const Config& config = kConfigs[0],
   SCOPED_TRACE("FLINTKV_SEED=" + std::to_string(c.seed));
   for (int round = 0; round < kills; round++) {
     int acks = 1 + static_cast<int>(rng() % 4000);
-    // close_every: every other child is killed only after a completed
-    // close + reopen; the others at a random point (maybe inside one).
-    int min_reopens = config.close_every > 0 && round % 2 == 0 ? 1 : 0;
+    // close_every: of three children, one is killed only after a completed
+    // close + reopen, one at a random point, one as a close begins (the
+    // kill lands in Close, OpenDB's recovery or just after: counted).
+    bool cycles = config.close_every > 0;
+    int min_reopens = cycles && round % 3 == 0 ? 1 : 0;
+    bool at_close = cycles && round % 3 == 2;
     int64_t last[kThreads];
-    ASSERT_NO_FATAL_FAILURE(RunChild(&c, acks, last, 0, min_reopens));
+    ASSERT_NO_FATAL_FAILURE(RunChild(&c, acks, last, 0, min_reopens, at_close));
     ASSERT_NO_FATAL_FAILURE(RecoverAndCheck(&c, last, round));
   }
   std::printf(
       "%s %s: %d kills, %llu acknowledged operations checked, %llu close + "
-      "reopen cycles\n",
+      "reopen cycles, %llu kills inside one\n",
       config.name, wrapper ? "wrapper" : "plain", kills,
       static_cast<unsigned long long>(c.acked_total),
-      static_cast<unsigned long long>(c.reopens));
+      static_cast<unsigned long long>(c.reopens),
+      static_cast<unsigned long long>(c.kills_in_cycle));
   std::system(("rm -rf " + c.dir).c_str());
 }
 
