@@ -183,14 +183,11 @@ rocksdb::Status Commit(rocksdb::DB* db, Txn txn,
         gate_cv.wait(l, [&] { return inside == 0; });
         auto before = read_all();
         if (write(fd, "c\n", 2) != 2) _exit(9);  // a close begins
-        for (auto* cf : h) db->DestroyColumnFamilyHandle(cf);
-        h.clear();
-        rocksdb::Status cs = db->Close();  // nothing flushed
+        rocksdb::Status cs = CloseDb(db, &h);    // nothing flushed
         if (!cs.ok()) {
           std::fprintf(stderr, "child: close: %s\n", cs.ToString().c_str());
           _exit(10);
         }
-        delete db;
         rocksdb::Status os =
             Open(dir, wrapper, &h, &db, &rep, kSmallWriteBuffer, config);
         if (!os.ok()) {

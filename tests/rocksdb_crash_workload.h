@@ -290,11 +290,14 @@ inline rocksdb::Status Open(const std::string& dir, bool wrapper,
   return s;
 }
 
-inline void CloseDb(rocksdb::DB* db,
-                    std::vector<rocksdb::ColumnFamilyHandle*>* h) {
+// Returns DB::Close()'s Status; the DB is deleted either way.
+inline rocksdb::Status CloseDb(rocksdb::DB* db,
+                               std::vector<rocksdb::ColumnFamilyHandle*>* h) {
   for (auto* cf : *h) db->DestroyColumnFamilyHandle(cf);
   h->clear();
+  rocksdb::Status s = db->Close();
   delete db;
+  return s;
 }
 
 }  // namespace crash_campaign
