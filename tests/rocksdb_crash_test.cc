@@ -324,23 +324,23 @@ void RunChild(Campaign* c, int acks, int64_t last[kThreads], int hold = 0,
     if (at_close) return !in_cycle;
     return got < acks || reopens < min_reopens;
   };
-  while (want_more() && fgets(line, sizeof(line), in)) {
-    if (line[0] == 'R') {
-      ready = true;
-      continue;
-    }
-    if (line[0] == 'c') {
-      in_cycle = true;
-      continue;
-    }
-    if (line[0] == 'C') {
-      in_cycle = false;
-      reopens++;
-      continue;
-    }
-    if (line[0] == 'H') {
-      held = true;
-      continue;
+  // One child line: R (open), c / C (a close begins / the reopen is done),
+  // H (hold mode: done), or "t n" (thread t acknowledged op n).
+  auto take = [&] {
+    switch (line[0]) {
+      case 'R':
+        ready = true;
+        return;
+      case 'c':
+        in_cycle = true;
+        return;
+      case 'C':
+        in_cycle = false;
+        reopens++;
+        return;
+      case 'H':
+        held = true;
+        return;
     }
     int t;
     unsigned long long n;
@@ -348,24 +348,13 @@ void RunChild(Campaign* c, int acks, int64_t last[kThreads], int hold = 0,
       last[t] = static_cast<int64_t>(n);
       got++;
     }
-  }
+  };
+  while (want_more() && fgets(line, sizeof(line), in)) take();
   if (extra_us) usleep(extra_us);
   kill(pid, SIGKILL);
   // Drain what the child reported before it died (acks written before the
   // kill are acknowledged operations too).
-  while (fgets(line, sizeof(line), in)) {
-    if (line[0] == 'c') in_cycle = true;
-    if (line[0] == 'C') {
-      in_cycle = false;
-      reopens++;
-    }
-    int t;
-    unsigned long long n;
-    if (std::sscanf(line, "%d %llu", &t, &n) == 2) {
-      last[t] = static_cast<int64_t>(n);
-      got++;
-    }
-  }
+  while (fgets(line, sizeof(line), in)) take();
   fclose(in);
   int status = 0;
   waitpid(pid, &status, 0);
