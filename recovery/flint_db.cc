@@ -10,6 +10,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "memtable/rocksdb/option_checks.h"
 #include "memtable/rocksdb/watermark.h"
 #include "rocksdb/convenience.h"
 #include "rocksdb/utilities/stackable_db.h"
@@ -162,7 +163,7 @@ class PublishingIterator : public rocksdb::Iterator {
 
 class FlintDB : public rocksdb::StackableDB {
  public:
-  FlintDB(rocksdb::DB* db, std::shared_ptr<rocks::PoolHandle> pool,
+  FlintDB(rocksdb::DB* db, std::shared_ptr<rocks::PoolSession> pool,
           std::shared_ptr<rocksdb::MemTableRepFactory> factory,
           const std::vector<ColumnFamilyHandle*>& handles)
       : rocksdb::StackableDB(db),
@@ -183,7 +184,6 @@ class FlintDB : public rocksdb::StackableDB {
     // Nothing is in flight any more: every entry in the pool is published,
     // so plain users of the pool may come next.
     wm_.Disable();
-    pool_->wrapper_owned = false;
     return s;
   }
 
@@ -398,10 +398,12 @@ class FlintDB : public rocksdb::StackableDB {
     int shard_;
   };
 
-  static rocksdb::Status Admissible(const rocksdb::DBOptions& db,
-                                    const rocksdb::ColumnFamilyOptions& cf) {
-    return cf.memtable_factory ? cf.memtable_factory->ValidateOptions(db, cf)
-                               : rocksdb::Status::OK();
+  rocksdb::Status Admissible(const rocksdb::DBOptions& db,
+                             const rocksdb::ColumnFamilyOptions& cf) const {
+    rocks::OptionContext ctx;
+    ctx.pool = pool_.get();
+    ctx.wrapper = true;
+    return rocks::CheckOptions(db, cf, ctx);
   }
   rocksdb::ColumnFamilyOptions Durable(rocksdb::ColumnFamilyOptions o) {
     o.memtable_factory = factory_;
@@ -493,7 +495,7 @@ class FlintDB : public rocksdb::StackableDB {
     });
   }
 
-  std::shared_ptr<rocks::PoolHandle> pool_;
+  std::shared_ptr<rocks::PoolSession> pool_;
   std::shared_ptr<rocksdb::MemTableRepFactory> factory_;
   Watermark wm_;
   std::atomic<uint64_t> durable_{0};
@@ -506,7 +508,7 @@ class FlintDB : public rocksdb::StackableDB {
 
 }  // namespace
 
-rocksdb::DB* NewFlintDB(rocksdb::DB* db, std::shared_ptr<rocks::PoolHandle> h,
+rocksdb::DB* NewFlintDB(rocksdb::DB* db, std::shared_ptr<rocks::PoolSession> h,
                         std::shared_ptr<rocksdb::MemTableRepFactory> factory,
                         const std::vector<rocksdb::ColumnFamilyHandle*>& cfs) {
   return new FlintDB(db, std::move(h), std::move(factory), cfs);

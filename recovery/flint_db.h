@@ -22,7 +22,7 @@
 #include <memory>
 #include <vector>
 
-#include "memtable/rocksdb/pool_handle.h"
+#include "memtable/rocksdb/pool_session.h"
 #include "rocksdb/db.h"
 
 namespace flintkv {
@@ -30,7 +30,7 @@ namespace flintkv {
 // Takes ownership of db. factory: the flintkv factory every column family
 // uses (CreateColumnFamily on the wrapper sets it too); cfs: the handles
 // OpenDB returned (DeleteRange in a WriteBatch flushes by handle).
-rocksdb::DB* NewFlintDB(rocksdb::DB* db, std::shared_ptr<rocks::PoolHandle> h,
+rocksdb::DB* NewFlintDB(rocksdb::DB* db, std::shared_ptr<rocks::PoolSession> h,
                         std::shared_ptr<rocksdb::MemTableRepFactory> factory,
                         const std::vector<rocksdb::ColumnFamilyHandle*>& cfs);
 

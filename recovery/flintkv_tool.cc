@@ -1,12 +1,14 @@
 // flintkv_tool: recover / inspect / verify FlintKV pools of RocksDB DBs.
 //
 //   flintkv_tool recover --db=DIR --pool_dir=DIR [--watermark=auto|on|off]
+//                        [--allow_foreign_open] [--accept_incarnation=HEX]
 //   flintkv_tool inspect --pool_dir=DIR [--db=DIR | --comparator=NAME]
 //   flintkv_tool verify  --pool_dir=DIR [--db=DIR | --comparator=NAME]
 //
 // Exit status: 0 on success, 1 on an error (message on stderr), 2 on bad
 // usage.
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <ctime>
 #include <map>
@@ -25,8 +27,13 @@ int Usage() {
       "usage:\n"
       "  flintkv_tool recover --db=DIR --pool_dir=DIR "
       "[--watermark=auto|on|off] [--quiet]\n"
+      "                       [--allow_foreign_open] "
+      "[--accept_incarnation=HEX]\n"
       "      replay unflushed memtables of the pool into the DB, flush, "
-      "close\n"
+      "close;\n"
+      "      only the DB's own memtables (its OPTIONS file and IDENTITY say "
+      "which);\n"
+      "      the overrides are named by the refusal they apply to\n"
       "  flintkv_tool inspect --pool_dir=DIR [--db=DIR | --comparator=NAME]\n"
       "      list the pool's memtables: state, entries, sequence range\n"
       "  flintkv_tool verify --pool_dir=DIR [--db=DIR | --comparator=NAME]\n"
@@ -63,6 +70,11 @@ int Recover(std::map<std::string, std::string>& flags) {
   flintkv::RecoveryOptions ro;
   ro.pool_dir = flags["pool_dir"];
   if (!flags.count("quiet")) ro.log = PrintLine;
+  ro.allow_foreign_open = flags.count("allow_foreign_open") != 0;
+  if (flags.count("accept_incarnation")) {
+    ro.accept_incarnation =
+        std::strtoull(flags["accept_incarnation"].c_str(), nullptr, 16);
+  }
   std::string wm = flags.count("watermark") ? flags["watermark"] : "auto";
   if (wm == "on") {
     ro.watermark = flintkv::WatermarkMode::kOn;
@@ -76,6 +88,10 @@ int Recover(std::map<std::string, std::string>& flags) {
   rocksdb::ConfigOptions co;
   co.ignore_unknown_options = true;
   co.ignore_unsupported_options = true;
+  // Prepares no object: the flintkv factory in a moved or restored DB's
+  // OPTIONS file names the old pool_dir, which must not be opened (or
+  // created); RecoverDB puts a factory on --pool_dir in its place.
+  co.invoke_prepare_options = false;
   co.env = rocksdb::Env::Default();
   rocksdb::DBOptions dbo;
   std::vector<rocksdb::ColumnFamilyDescriptor> cfs;

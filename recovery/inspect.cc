@@ -11,7 +11,7 @@
 #include "flintkv/rocksdb_memtable.h"
 #include "memtable/list_walk.h"
 #include "memtable/rocksdb/memtable_meta.h"
-#include "memtable/rocksdb/pool_handle.h"
+#include "memtable/rocksdb/pool_session.h"
 #include "memtable/rocksdb/watermark.h"
 #include "recovery/internal_key_cmp.h"
 #include "rocksdb/comparator.h"
@@ -168,14 +168,13 @@ const rocksdb::Comparator* UserComparator(const InspectOptions& o,
 
 rocksdb::Status InspectPool(const std::string& pool_dir, PoolSummary* out,
                             const InspectOptions& options) {
-  std::string path = rocks::PoolHandle::PoolPath(pool_dir);
+  std::string path = rocks::PoolSession::PoolPath(pool_dir);
   struct stat st;
   if (stat(path.c_str(), &st) != 0) {
     return rocksdb::Status::NotFound("flintkv: no pool at " + path);
   }
-  std::shared_ptr<rocks::PoolHandle> h;
-  Status s = rocks::PoolHandle::Get(pool_dir, 1ull << 30,
-                                    MemTableOptions().chunk_size, &h);
+  std::shared_ptr<rocks::PoolSession> h;
+  Status s = rocks::PoolSession::OpenExisting(pool_dir, &h);
   if (!s.ok()) {
     return rocksdb::Status::Corruption("flintkv: " + s.message());
   }
@@ -189,7 +188,7 @@ rocksdb::Status InspectPool(const std::string& pool_dir, PoolSummary* out,
   out->watermark_enabled = wm.enabled();
   out->watermark = wm.published();
   std::string first_error;
-  const auto& left = h->leftover_lists();
+  const std::set<uint64_t> left = h->LeftoverIds();
   // Nothing named: RocksDB's default comparator, trusted only if it fits.
   bool assume_bytewise = !options.comparator &&
                          options.comparator_name.empty() && options.db.empty();
@@ -202,7 +201,7 @@ rocksdb::Status InspectPool(const std::string& pool_dir, PoolSummary* out,
     ls.state = l->state;
     ls.batch_mode = l->batch_mode != 0;
     ls.commit_version = l->commit_version;
-    ls.leftover = std::binary_search(left.begin(), left.end(), l->list_id);
+    ls.leftover = left.count(l->list_id) != 0;
     bool memtable = l->kind == pmem::kListMemtable;
     if (memtable) {
       const rocks::MemtableMeta* m = rocks::MetaOf(l);

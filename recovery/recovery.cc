@@ -3,24 +3,22 @@
 // flintkv::OpenDB (flintkv/recovery.h, docs/rocksdb_recovery.md).
 #include "flintkv/recovery.h"
 
-#include <sys/stat.h>
-
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <map>
 #include <memory>
-#include <mutex>
 #include <set>
 
 #include "flintkv/rocksdb_memtable.h"
 #include "memtable/rocksdb/crash_point.h"
 #include "memtable/rocksdb/memtable_meta.h"
-#include "memtable/rocksdb/pool_handle.h"
+#include "memtable/rocksdb/pool_session.h"
 #include "memtable/rocksdb/status_convert.h"
 #include "memtable/rocksdb/watermark.h"
 #include "pmem/persist.h"
+#include "recovery/db_binding.h"
 #include "recovery/flint_db.h"
 #include "recovery/internal_key_cmp.h"
 #include "recovery/replay.h"
@@ -30,7 +28,7 @@
 namespace flintkv {
 
 using rocks::CrashPoint;
-using rocks::PoolHandle;
+using rocks::PoolSession;
 using rocks::ToRocks;
 
 namespace {
@@ -40,33 +38,13 @@ double Seconds(std::chrono::steady_clock::time_point since) {
       .count();
 }
 
-bool FileExists(const std::string& path) {
-  struct stat st;
-  return stat(path.c_str(), &st) == 0;
-}
-
-// Claimed pool handles, kept alive from BeginRecovery to the end of
-// RecoverInto (the handle's leftover snapshot must not be retaken).
-std::mutex& ClaimMutex() {
-  static std::mutex mu;
-  return mu;
-}
-std::map<std::string, std::shared_ptr<PoolHandle>>& Claims() {
-  static auto* m = new std::map<std::string, std::shared_ptr<PoolHandle>>();
-  return *m;
-}
-void Unclaim(const std::string& pool_dir) {
-  std::lock_guard<std::mutex> g(ClaimMutex());
-  Claims().erase(PoolHandle::PoolPath(pool_dir));
-}
-
-Status GetExistingPool(const std::string& pool_dir,
-                       std::shared_ptr<PoolHandle>* h) {
-  std::string path = PoolHandle::PoolPath(pool_dir);
-  if (!FileExists(path)) {
-    return Status::NotFound("no FlintKV pool at " + path);
-  }
-  return PoolHandle::Get(pool_dir, 1ull << 30, MemTableOptions().chunk_size, h);
+MemTableOptions FactoryOptions(const RecoveryOptions& o) {
+  MemTableOptions mo;
+  mo.pool_dir = o.pool_dir;
+  mo.pool_size = o.pool_size;
+  mo.chunk_size = o.chunk_size;
+  mo.latency_model = o.latency_model;
+  return mo;
 }
 
 void Log(const RecoveryOptions& o, const std::string& line) {
@@ -295,25 +273,17 @@ std::string RecoveryReport::ToString() const {
   return buf;
 }
 
-rocksdb::Status BeginRecovery(const std::string& pool_dir) {
-  std::shared_ptr<PoolHandle> h;
-  Status s = GetExistingPool(pool_dir, &h);
-  if (!s.ok()) return ToRocks(s);
-  int expected = PoolHandle::kPending;
-  if (!h->leftover_state.compare_exchange_strong(expected,
-                                                 PoolHandle::kClaimed) &&
-      expected != PoolHandle::kClaimed) {
-    // The handle outlived an earlier DB of this process (something still
-    // holds it): its leftover snapshot predates the lists that DB left
-    // unflushed (avoid_flush_during_shutdown under OpenDB). Retake it.
-    h->RescanLeftovers();
-    if (!h->leftover_lists().empty()) {
-      h->leftover_state = PoolHandle::kClaimed;
-    }
-  }
-  std::lock_guard<std::mutex> g(ClaimMutex());
-  Claims()[PoolHandle::PoolPath(pool_dir)] = h;
-  return rocksdb::Status::OK();
+rocksdb::Status BeginRecovery(const std::string& db_path,
+                              const RecoveryOptions& o) {
+  std::shared_ptr<PoolSession> h;
+  Status s = PoolSession::OpenExisting(o.pool_dir, &h);
+  if (s.ok()) s = h->Claim(ReadDbBinding(db_path, o), /*wrapper=*/false);
+  return ToRocks(s);
+}
+
+void EndRecovery(const std::string& pool_dir) {
+  std::shared_ptr<PoolSession> h;
+  if (PoolSession::OpenExisting(pool_dir, &h).ok()) h->ReleaseClaim();
 }
 
 rocksdb::Status RecoverInto(
@@ -322,18 +292,16 @@ rocksdb::Status RecoverInto(
   RecoveryReport local;
   RecoveryReport* r = report ? report : &local;
   *r = RecoveryReport();
-  std::shared_ptr<PoolHandle> h;
-  {
-    std::lock_guard<std::mutex> g(ClaimMutex());
-    auto it = Claims().find(PoolHandle::PoolPath(o.pool_dir));
-    if (it != Claims().end()) h = it->second;
-  }
-  if (!h) {
-    Status s = GetExistingPool(o.pool_dir, &h);
-    if (!s.ok()) return ToRocks(s);
+  std::shared_ptr<PoolSession> h;
+  Status hs = PoolSession::OpenExisting(o.pool_dir, &h);
+  if (!hs.ok()) return ToRocks(hs);
+  if (!h->claimed()) {
+    return rocksdb::Status::InvalidArgument(
+        "flintkv: RecoverInto without a claim on pool " + h->pool()->path() +
+        ": call BeginRecovery(db_path, options) before DB::Open");
   }
   auto fail = [&](rocksdb::Status s) {
-    Unclaim(o.pool_dir);
+    h->ReleaseClaim();
     return s;
   };
   pmem::Pool* pool = h->pool();
@@ -341,12 +309,8 @@ rocksdb::Status RecoverInto(
 
   std::map<uint32_t, rocksdb::ColumnFamilyHandle*> cf_by_id;
   for (auto* cf : handles) cf_by_id[cf->GetID()] = cf;
-  std::set<uint64_t> leftover_ids(h->leftover_lists().begin(),
-                                  h->leftover_lists().end());
-  std::vector<pmem::ListRoot*> lists;
-  for (pmem::ListRoot* l : pool->Lists()) {
-    if (leftover_ids.count(l->list_id)) lists.push_back(l);  // list_id order
-  }
+  // S3: only the lists the claim found to be this DB's (list_id order).
+  std::vector<pmem::ListRoot*> lists = h->ClaimedLists();
   r->lists_found = lists.size();
   r->watermark_used = wm.enabled() && o.watermark != WatermarkMode::kOff;
   if (o.watermark == WatermarkMode::kOn && !wm.enabled()) {
@@ -475,8 +439,7 @@ rocksdb::Status RecoverInto(
   }
   r->flush_seconds = Seconds(start);
   replay::RemoveSstDir(db);
-  h->leftover_state = PoolHandle::kDone;
-  Unclaim(o.pool_dir);
+  h->FinishRecovery();
   Log(o, "flintkv: recovery: " + r->ToString());
   return rocksdb::Status::OK();
 }
@@ -485,10 +448,10 @@ rocksdb::Status RecoverDB(const rocksdb::Options& db_options,
                           const std::string& db_path,
                           std::vector<rocksdb::ColumnFamilyDescriptor> cfs,
                           const RecoveryOptions& o, RecoveryReport* report) {
-  rocksdb::Status s = BeginRecovery(o.pool_dir);
+  rocksdb::Status s = BeginRecovery(db_path, o);
   if (!s.ok()) return s;
   auto fail = [&](rocksdb::Status st) {
-    Unclaim(o.pool_dir);
+    EndRecovery(o.pool_dir);
     return st;
   };
   if (cfs.empty()) {
@@ -499,10 +462,8 @@ rocksdb::Status RecoverDB(const rocksdb::Options& db_options,
       cfs.emplace_back(n, rocksdb::ColumnFamilyOptions(db_options));
     }
   }
-  MemTableOptions mo;
-  mo.pool_dir = o.pool_dir;
   std::shared_ptr<rocksdb::MemTableRepFactory> factory;
-  s = NewMemTableRepFactory(mo, &factory);
+  s = NewMemTableRepFactory(FactoryOptions(o), &factory);
   if (!s.ok()) return fail(s);
   for (auto& cf : cfs) {
     cf.options.memtable_factory = factory;
@@ -519,8 +480,10 @@ rocksdb::Status RecoverDB(const rocksdb::Options& db_options,
   if (s.ok()) {
     // Offline recovery ends the wrapper's epoch: a plain user of the pool
     // must not be filtered by a watermark it never publishes.
-    std::shared_ptr<PoolHandle> h;
-    if (GetExistingPool(o.pool_dir, &h).ok()) Watermark(h->pool()).Disable();
+    std::shared_ptr<PoolSession> h;
+    if (PoolSession::OpenExisting(o.pool_dir, &h).ok()) {
+      Watermark(h->pool()).Disable();
+    }
   }
   for (auto* cf : handles) db->DestroyColumnFamilyHandle(cf);
   rocksdb::Status cs = db->Close();
@@ -543,21 +506,15 @@ rocksdb::Status OpenDB(const rocksdb::DBOptions& db_options,
         "flintkv::OpenDB: option two_write_queues is not supported (the "
         "watermark needs LastSequence to cover only finished write groups)");
   }
-  bool recover = FileExists(PoolHandle::PoolPath(o.pool_dir));
-  if (recover) {
-    rocksdb::Status s = BeginRecovery(o.pool_dir);
-    if (!s.ok()) return s;
-  }
-  MemTableOptions mo;
-  mo.pool_dir = o.pool_dir;
-  mo.pool_size = o.pool_size;
+  // The pool (created for a new DB), claimed for this DB: the wrapper
+  // recovers its leftovers at every open (S3 checks they are its own).
+  std::shared_ptr<PoolSession> h;
+  Status hs = PoolSession::Open(o.pool_dir, o.pool_size, o.chunk_size, &h);
+  if (hs.ok()) hs = h->Claim(ReadDbBinding(name, o), /*wrapper=*/true);
+  if (!hs.ok()) return ToRocks(hs);
+  const bool recover = !h->ClaimedLists().empty();
   std::shared_ptr<rocksdb::MemTableRepFactory> factory;
-  rocksdb::Status s = NewMemTableRepFactory(mo, &factory);
-  std::shared_ptr<PoolHandle> h;
-  if (s.ok()) s = ToRocks(GetExistingPool(o.pool_dir, &h));
-  // The wrapper recovers at every open, so memtables may stay unflushed
-  // across Close (avoid_flush_during_shutdown).
-  if (s.ok()) h->wrapper_owned = true;
+  rocksdb::Status s = NewMemTableRepFactory(FactoryOptions(o), &factory);
   std::vector<rocksdb::ColumnFamilyDescriptor> descs(cfs);
   for (auto& cf : descs) {
     cf.options.memtable_factory = factory;
@@ -566,7 +523,7 @@ rocksdb::Status OpenDB(const rocksdb::DBOptions& db_options,
   }
   rocksdb::DB* db = nullptr;
   if (s.ok()) s = rocksdb::DB::Open(db_options, name, descs, handles, &db);
-  if (s.ok() && recover) s = RecoverInto(db, *handles, o, report);
+  if (s.ok()) s = RecoverInto(db, *handles, o, report);
   for (size_t i = 0; s.ok() && recover && i < handles->size(); i++) {
     if (!cfs[i].options.disable_auto_compactions) {
       s = db->SetOptions((*handles)[i],
@@ -574,8 +531,7 @@ rocksdb::Status OpenDB(const rocksdb::DBOptions& db_options,
     }
   }
   if (!s.ok()) {
-    Unclaim(o.pool_dir);
-    if (h) h->wrapper_owned = false;
+    h->ReleaseClaim();
     if (db) {
       for (auto* cf : *handles) db->DestroyColumnFamilyHandle(cf);
       handles->clear();

@@ -270,7 +270,7 @@ inline rocksdb::Status Open(const std::string& dir, bool wrapper,
   }
   bool existed = access((ro.pool_dir + "/flintkv.pool").c_str(), F_OK) == 0;
   if (existed) {
-    rocksdb::Status s = BeginRecovery(ro.pool_dir);
+    rocksdb::Status s = BeginRecovery(dir + "/db", ro);
     if (!s.ok()) return s;
   }
   MemTableOptions mo;
@@ -287,6 +287,7 @@ inline rocksdb::Status Open(const std::string& dir, bool wrapper,
     s = (*db)->SetOptions((*handles)[i],
                           {{"disable_auto_compactions", "false"}});
   }
+  if (!s.ok() && existed) EndRecovery(ro.pool_dir);
   return s;
 }
 

@@ -21,7 +21,7 @@
 #include <vector>
 
 #include "flintkv/rocksdb_memtable.h"
-#include "memtable/rocksdb/pool_handle.h"
+#include "memtable/rocksdb/pool_session.h"
 #include "pmem/pool.h"
 #include "rocksdb/convenience.h"
 #include "rocksdb/db.h"
@@ -39,7 +39,7 @@
 namespace flintkv {
 namespace diff {
 
-using rocks::PoolHandle;
+using rocks::PoolSession;
 using rocksdb::ColumnFamilyHandle;
 using rocksdb::ReadOptions;
 using rocksdb::Slice;

@@ -18,7 +18,7 @@
 #include <thread>
 #include <vector>
 
-#include "memtable/rocksdb/pool_handle.h"
+#include "memtable/rocksdb/pool_session.h"
 #include "pmem/pool.h"
 #include "tests/test_util.h"
 
@@ -36,7 +36,7 @@ using diff::Key;
 using diff::kPoolSize;
 using diff::kWriteBufferSize;
 using diff::Pair;
-using rocks::PoolHandle;
+using rocks::PoolSession;
 using rocksdb::ReadOptions;
 using rocksdb::WriteOptions;
 using test::TempDir;
@@ -128,8 +128,8 @@ void RunThreads(const Config& cfg, const std::string& tag, int steps,
         std::this_thread::sleep_for(std::chrono::milliseconds(100));
       }
       if (done) return;
-      std::shared_ptr<PoolHandle> h;
-      PoolHandle::Get(pair.pool_dir(), 0, kChunkSize, &h);
+      std::shared_ptr<PoolSession> h;
+      PoolSession::Open(pair.pool_dir(), 0, kChunkSize, &h);
       auto* pool = h->pool();
       std::fprintf(
           stderr, "pool state after 30 s: in use %llu free %llu reserve %llu\n",
@@ -283,8 +283,8 @@ TEST(FlintPoolTest, PoolStaysBoundedOverManyFlushes) {
   Config cfg;
   rocksdb::Options o = BaseOptions(cfg);
   o.memtable_factory = FlintFactory(pool_dir);
-  std::shared_ptr<PoolHandle> handle;
-  ASSERT_TRUE(PoolHandle::Get(pool_dir, kPoolSize, kChunkSize, &handle).ok());
+  std::shared_ptr<PoolSession> handle;
+  ASSERT_TRUE(PoolSession::Open(pool_dir, kPoolSize, kChunkSize, &handle).ok());
   pmem::Pool* pool = handle->pool();
   const uint64_t initial = pool->BytesInUse();
   Db db;
@@ -329,7 +329,7 @@ TEST(FlintPoolTest, PoolStaysBoundedOverManyFlushes) {
   handle.reset();
   // And the pool file, opened afresh, agrees.
   PoolOptions po;
-  po.path = PoolHandle::PoolPath(pool_dir);
+  po.path = PoolSession::PoolPath(pool_dir);
   po.create_if_missing = false;
   po.info_log = [](const std::string&) {};
   std::unique_ptr<pmem::Pool> reopened;

@@ -156,7 +156,8 @@ Register r8("plain_merges", [](const std::string& d) {
 Register r9("recover_crash", [](const std::string& d) {
   // FLINTKV_CRASH_POINT (set by the parent) kills this recovery midway.
   rocksdb::Options o = BaseOptions();
-  RecoverDB(o, DbDir(d), {}, Ro(d), nullptr);
+  rocksdb::Status s = RecoverDB(o, DbDir(d), {}, Ro(d), nullptr);
+  std::fprintf(stderr, "recovery returned: %s\n", s.ToString().c_str());
   std::abort();  // the crash point must have fired
 });
 Register r10("ingest", [](const std::string& d) {
@@ -260,9 +261,11 @@ class DropinTest : public test::ScenarioTest {
  protected:
   // Offline recovery with stock-like options, then an open without the
   // plugin (what stock ldb / db_bench would see).
-  rocksdb::DB* RecoverAndOpen(rocksdb::Options o = BaseOptions()) {
+  rocksdb::DB* RecoverAndOpen(rocksdb::Options o = BaseOptions(),
+                              RecoveryOptions ro = RecoveryOptions()) {
+    if (ro.pool_dir.empty()) ro = Ro(dir_);
     RecoveryReport rep;
-    rocksdb::Status s = RecoverDB(o, DbDir(dir_), {}, Ro(dir_), &rep);
+    rocksdb::Status s = RecoverDB(o, DbDir(dir_), {}, ro, &rep);
     EXPECT_TRUE(s.ok()) << s.ToString();
     rocksdb::DB* db = nullptr;
     s = rocksdb::DB::Open(BaseOptions(), DbDir(dir_), &db);
@@ -408,13 +411,15 @@ TEST_F(DropinTest, WrapperKeepsUnflushedMemtablesAcrossClose) {
   delete db;
 }
 
-// 8f: RocksDB's defaults (WAL on): Close and reopen work, in a loop, with
-// no lists leaking into the pool; a second factory object works too.
+// 8f: RocksDB's defaults (WAL on) with wal_logged declared: Close and
+// reopen work, in a loop, with no lists leaking into the pool; a second
+// factory object works too.
 TEST_F(DropinTest, WalOnReopensWithoutLeaks) {
   for (int round = 0; round < 40; round++) {
     rocksdb::DB* db = nullptr;
     // A new factory object every round (options re-parsed, as a user would).
-    rocksdb::Status s = rocksdb::DB::Open(PlainOptions(dir_), DbDir(dir_), &db);
+    rocksdb::Status s = rocksdb::DB::Open(
+        PlainOptions(dir_, /*wal_logged=*/true), DbDir(dir_), &db);
     ASSERT_TRUE(s.ok()) << "round " << round << ": " << s.ToString();
     ASSERT_TRUE(db->Put(rocksdb::WriteOptions(), Key(round), "v").ok());
     for (int i = 0; i <= round; i++) ASSERT_EQ(Get(db, Key(i)), "v") << i;
@@ -454,7 +459,15 @@ TEST_F(DropinTest, ForeignWriterDoesNotFoolRecovery) {
     ASSERT_TRUE(db->Flush(rocksdb::FlushOptions()).ok());
     delete db;
   }
-  rocksdb::DB* db = RecoverAndOpen();
+  // The foreign open is detected (S3): refused until the override.
+  rocksdb::Status s =
+      RecoverDB(BaseOptions(), DbDir(dir_), {}, Ro(dir_), nullptr);
+  ASSERT_FALSE(s.ok());
+  EXPECT_NE(s.ToString().find("allow_foreign_open"), std::string::npos)
+      << s.ToString();
+  RecoveryOptions ro = Ro(dir_);
+  ro.allow_foreign_open = true;
+  rocksdb::DB* db = RecoverAndOpen(BaseOptions(), ro);
   ASSERT_NE(db, nullptr);
   for (int i = 0; i < 500; i++) ASSERT_EQ(Get(db, Key(i)), "v" + Key(i)) << i;
   EXPECT_EQ(Get(db, "foreign"), "x");
@@ -477,7 +490,9 @@ TEST_F(DropinTest, NewerWriteOutsideListsSupersedesGroup) {
     ASSERT_TRUE(db->Put(rocksdb::WriteOptions(), "k", "later").ok());
     delete db;  // WAL-logged, not flushed
   }
-  rocksdb::DB* db = RecoverAndOpen();
+  RecoveryOptions ro = Ro(dir_);
+  ro.allow_foreign_open = true;  // refused without (ForeignWriterDoesNot...)
+  rocksdb::DB* db = RecoverAndOpen(BaseOptions(), ro);
   ASSERT_NE(db, nullptr);
   EXPECT_EQ(Get(db, "k"), "later");
   delete db;

@@ -191,12 +191,10 @@ class FailSstEnv : public rocksdb::EnvWrapper {
 // Plain factory, WAL off (the intended use): a Close whose shutdown flush
 // fails (RocksDB ignores that error) destroys the memtable, and ~FlintRep
 // drops the list although its acknowledged entries exist nowhere else.
-// KNOWN LIMITATION, disabled (docs/rocksdb_recovery.md, "Limits that
-// remain"): a memtable destructor cannot tell "flush failed" from "the data
-// is in the WAL", and keeping every unflushed list would refuse every
-// reopen after a WAL-logged Close. RocksDB's own skiplist loses these
-// writes the same way; flintkv::OpenDB keeps them (wrapper_owned).
-TEST_F(ReviewTest, DISABLED_FailedCloseFlushKeepsAcknowledgedWrites) {
+// Issue 20 item 3: a memtable destructor cannot tell "flush failed" from
+// "the data is in the WAL", so the list stays (S4) unless the DB declared
+// every write WAL-logged; the next plain DB::Open asks for recovery.
+TEST_F(ReviewTest, FailedCloseFlushKeepsAcknowledgedWrites) {
   FailSstEnv env(rocksdb::Env::Default());
   {
     rocksdb::Options o = BaseOptions();
@@ -212,8 +210,15 @@ TEST_F(ReviewTest, DISABLED_FailedCloseFlushKeepsAcknowledgedWrites) {
     delete db;
     env.fail = false;
   }
-  // Whatever the pool kept is recovered (RecoverDB is a no-op without
-  // leftovers).
+  {  // Before recovery, a plain open is refused and names the command.
+    rocksdb::DB* db = nullptr;
+    rocksdb::Status s =
+        rocksdb::DB::Open(test::PlainOptions(dir_), DbDir(dir_), &db);
+    EXPECT_FALSE(s.ok());
+    EXPECT_NE(s.ToString().find("flintkv_tool recover"), std::string::npos)
+        << s.ToString();
+    delete db;
+  }
   rocksdb::Status s =
       RecoverDB(BaseOptions(), DbDir(dir_), {}, Ro(dir_), nullptr);
   ASSERT_TRUE(s.ok()) << s.ToString();

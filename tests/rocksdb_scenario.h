@@ -58,18 +58,20 @@ inline void Check(const rocksdb::Status& s, const char* what) {
 }
 
 inline std::shared_ptr<rocksdb::MemTableRepFactory> Factory(
-    const std::string& dir) {
+    const std::string& dir, bool wal_logged = false) {
   MemTableOptions mo;
   mo.pool_dir = PoolDir(dir);
   mo.pool_size = 256ull << 20;
+  mo.wal_logged = wal_logged;
   std::shared_ptr<rocksdb::MemTableRepFactory> f;
   Check(NewMemTableRepFactory(mo, &f), "factory");
   return f;
 }
 
-inline rocksdb::Options PlainOptions(const std::string& dir) {
+inline rocksdb::Options PlainOptions(const std::string& dir,
+                                     bool wal_logged = false) {
   rocksdb::Options o = BaseOptions();
-  o.memtable_factory = Factory(dir);
+  o.memtable_factory = Factory(dir, wal_logged);
   return o;
 }
 

@@ -21,8 +21,10 @@
 //    Write returns only after a persisted watermark covers its sequence
 //    numbers, and recovery replays only entries at or below the watermark.
 //  - Never resurrects a value older than one already in SST files (P6).
-//  - DeleteRange is not covered (RocksDB keeps range tombstones in its own
-//    DRAM table, never in the memtable rep); the wrapper rejects it.
+//  - DeleteRange is not covered by the plain factory (RocksDB keeps range
+//    tombstones in its own DRAM table, never in the memtable rep); the
+//    wrapper makes it durable by flushing.
+//  - A pool's lists are replayed only into the DB that wrote them.
 // Thread safety: RecoverInto/RecoverDB must not run concurrently with writes
 // to the same DB. The DB returned by OpenDB is as thread-safe as RocksDB's.
 #pragma once
@@ -45,10 +47,16 @@ enum class WatermarkMode {
 };
 
 struct RecoveryOptions {
-  // The factory's pool_dir (one pool_dir per DB).
+  // The factory's pool_dir (one pool_dir per DB). Recovery uses this pool,
+  // never the one a (possibly moved or copied) DB's OPTIONS file names, and
+  // never creates one (OpenDB does, for a new DB).
   std::string pool_dir;
-  // Size of the pool if OpenDB has to create it.
+  // The memtable options OpenDB and RecoverDB give the factory: the size of
+  // a pool OpenDB creates, its chunk size, the latency model
+  // (flintkv/rocksdb_memtable.h).
   uint64_t pool_size = 4ull << 30;
+  uint64_t chunk_size = 1ull << 20;
+  std::string latency_model = "off";
   WatermarkMode watermark = WatermarkMode::kAuto;
   // true: replayed entries are written into SST files and ingested
   // (docs/rocksdb_recovery.md); what SST files cannot express goes through
@@ -58,6 +66,15 @@ struct RecoveryOptions {
   size_t batch_bytes = 1 << 20;
   // Progress and summary lines (nullptr: quiet).
   void (*log)(const std::string& line) = nullptr;
+  // Overrides of the identity checks (docs/rocksdb_recovery.md,
+  // "Operations"); each refusal names the one that applies.
+  // Replay although the DB was opened without FlintKV after the lists were
+  // written: for a key written by both, the higher sequence number wins,
+  // which may be the older write.
+  bool allow_foreign_open = false;
+  // Claim the lists of this incarnation (and its chain) as this DB's,
+  // although the DB's OPTIONS file does not record it.
+  uint64_t accept_incarnation = 0;
 };
 
 struct RecoveryReport {
@@ -101,11 +118,17 @@ rocksdb::Status RecoverInto(
     rocksdb::DB* db, const std::vector<rocksdb::ColumnFamilyHandle*>& handles,
     const RecoveryOptions& options, RecoveryReport* report);
 
-// Opens pool_dir's pool (it must exist) and lets a DB::Open with the flintkv
-// factory proceed although the pool holds leftover memtables; RecoverInto
-// must then run before any write. Without this call such a DB::Open fails
-// (new writes would reuse the lost sequence numbers, see the docs).
-rocksdb::Status BeginRecovery(const std::string& pool_dir);
+// Opens options.pool_dir's pool (it must exist), checks that its leftover
+// memtables are the DB at db_path's (its latest OPTIONS file and IDENTITY,
+// docs/rocksdb_recovery.md "Operations"), and lets the next DB::Open with
+// the flintkv factory on that pool proceed; RecoverInto must then run
+// before any write. Without this call such a DB::Open fails (new writes
+// would reuse the lost sequence numbers). Refuses, changing nothing, if a
+// leftover belongs to another DB or the DB was opened without FlintKV
+// since. EndRecovery undoes a claim whose DB::Open failed.
+rocksdb::Status BeginRecovery(const std::string& db_path,
+                              const RecoveryOptions& options);
+void EndRecovery(const std::string& pool_dir);
 
 // Offline recovery: opens the DB at db_path with every column family listed
 // in cfs (empty: all of the DB's, with db_options' column family options),

@@ -12,8 +12,12 @@
 //
 // Durability: an acknowledged write is durable in the pool when Write
 // returns, one key at a time. Crash-atomic multi-key batches and bringing
-// unflushed memtables back after a crash need flintkv/recovery.h.
-// One pool_dir serves one DB (its column families share the pool).
+// unflushed memtables back after a crash need flintkv/recovery.h. A
+// memtable RocksDB destroys without flushing it (a failed flush, a Close
+// with avoid_flush_during_shutdown) stays in the pool; the next DB::Open
+// then asks for `flintkv_tool recover` (flintkv::OpenDB recovers by itself).
+// One pool_dir serves one DB at a time (its column families share the
+// pool): a second DB::Open on a pool in use is refused.
 // Thread safety: the factory and its memtables are safe for concurrent use.
 #pragma once
 
@@ -41,6 +45,14 @@ struct MemTableOptions {
   uint64_t chunk_size = 1ull << 20;
   // "off" or "optane" (see docs/latency_model.md).
   std::string latency_model = "off";
+  // Declares that every write to the DB is logged in RocksDB's WAL (no
+  // WriteOptions::disableWAL). Then a memtable RocksDB closes unflushed is
+  // in the WAL, and the pool lets it go, so a Close with WAL-logged writes
+  // (which RocksDB does not flush) needs no recovery at the next open.
+  // false (the default): the pool is the log; nothing unflushed is ever
+  // dropped. A disableWAL write under wal_logged=true can be lost at a
+  // Close that does not flush it.
+  bool wal_logged = false;
 };
 
 // Opens (or creates) the pool and returns a factory. Errors: bad options,

@@ -1,12 +1,14 @@
 // The "flintkv" MemTableRepFactory: options, pool opening, registration.
 #include <chrono>
 #include <cstdio>
+#include <mutex>
 #include <thread>
 
 #include "flintkv/rocksdb_memtable.h"
 #include "memtable/rocksdb/flintkv_rep.h"
 #include "memtable/rocksdb/memtable_meta.h"
-#include "memtable/rocksdb/pool_handle.h"
+#include "memtable/rocksdb/option_checks.h"
+#include "memtable/rocksdb/pool_session.h"
 #include "memtable/rocksdb/status_convert.h"
 #include "rocksdb/comparator.h"
 #include "rocksdb/convenience.h"
@@ -24,138 +26,93 @@ using rocksdb::OptionTypeFlags;
 using rocksdb::OptionTypeInfo;
 using rocksdb::OptionVerificationType;
 
-std::unordered_map<std::string, OptionTypeInfo> kOptionsTypeInfo = {
-    {"pool_dir",
-     {offsetof(MemTableOptions, pool_dir), OptionType::kString,
-      OptionVerificationType::kNormal, OptionTypeFlags::kNone}},
-    {"pool_size",
-     {offsetof(MemTableOptions, pool_size), OptionType::kUInt64T,
-      OptionVerificationType::kNormal, OptionTypeFlags::kNone}},
-    {"chunk_size",
-     {offsetof(MemTableOptions, chunk_size), OptionType::kUInt64T,
-      OptionVerificationType::kNormal, OptionTypeFlags::kNone}},
-    {"latency_model",
-     {offsetof(MemTableOptions, latency_model), OptionType::kString,
-      OptionVerificationType::kNormal, OptionTypeFlags::kNone}},
-};
+// Function-local statics: a factory made during static initialization (a
+// test's re-executed child, another library's initializer) must not
+// register a map that is not constructed yet (it would serialize nothing).
+const std::unordered_map<std::string, OptionTypeInfo>& OptionsTypeInfo() {
+  static const auto* m = new std::unordered_map<std::string, OptionTypeInfo>{
+      {"pool_dir",
+       {offsetof(MemTableOptions, pool_dir), OptionType::kString,
+        OptionVerificationType::kNormal, OptionTypeFlags::kNone}},
+      {"pool_size",
+       {offsetof(MemTableOptions, pool_size), OptionType::kUInt64T,
+        OptionVerificationType::kNormal, OptionTypeFlags::kNone}},
+      {"chunk_size",
+       {offsetof(MemTableOptions, chunk_size), OptionType::kUInt64T,
+        OptionVerificationType::kNormal, OptionTypeFlags::kNone}},
+      {"latency_model",
+       {offsetof(MemTableOptions, latency_model), OptionType::kString,
+        OptionVerificationType::kNormal, OptionTypeFlags::kNone}},
+      {"wal_logged",
+       {offsetof(MemTableOptions, wal_logged), OptionType::kBoolean,
+        OptionVerificationType::kNormal, OptionTypeFlags::kNone}},
+  };
+  return *m;
+}
 
-uint64_t NowMicros() {
-  return std::chrono::duration_cast<std::chrono::microseconds>(
-             std::chrono::system_clock::now().time_since_epoch())
-      .count();
+// The DB life the factory's memtables belong to (pool_session.h, S3),
+// written to the DB's OPTIONS file with the factory's options so that
+// recovery can tell which lists are this DB's. Set by FlintKV, not by
+// users; never compared (each open has its own).
+struct LifeOptions {
+  uint64_t incarnation = 0;
+  uint64_t family = 0;
+};
+const std::unordered_map<std::string, OptionTypeInfo>& LifeTypeInfo() {
+  static const auto* m = new std::unordered_map<std::string, OptionTypeInfo>{
+      {"incarnation",
+       {offsetof(LifeOptions, incarnation), OptionType::kUInt64T,
+        OptionVerificationType::kNormal, OptionTypeFlags::kCompareNever}},
+      {"family",
+       {offsetof(LifeOptions, family), OptionType::kUInt64T,
+        OptionVerificationType::kNormal, OptionTypeFlags::kCompareNever}},
+  };
+  return *m;
 }
 
 class FlintKVFactory : public rocksdb::MemTableRepFactory {
  public:
   explicit FlintKVFactory(const MemTableOptions& o = MemTableOptions())
       : options_(o) {
-    RegisterOptions("FlintKVOptions", &options_, &kOptionsTypeInfo);
+    RegisterOptions("FlintKVOptions", &options_, &OptionsTypeInfo());
+    RegisterOptions("FlintKVLife", &life_, &LifeTypeInfo());
   }
   static const char* kClassName() { return "FlintKVFactory"; }
   static const char* kNickName() { return "flintkv"; }
   const char* Name() const override { return kClassName(); }
   const char* NickName() const override { return kNickName(); }
 
-  // Runs after the options string is applied: checks values and opens the
-  // pool, so a bad pool fails option parsing / DB::Open, not a later write.
+  // Runs after the options string is applied: checks the values. The pool
+  // opens at the first DB::Open that uses the factory (ValidateOptions), so
+  // a bad pool still fails DB::Open, not a later write. Not here: RocksDB
+  // 7.8 also prepares the factory an OPTIONS file names when a tool merely
+  // reads the file (LoadOptionsFromFile, whatever invoke_prepare_options
+  // says), and a moved or restored DB's file names a stale pool_dir that
+  // must be neither opened nor created.
+  // An OPTIONS file may also name the factory without a pool_dir (written
+  // by a host that made it before its options were registered); DB::Open
+  // refuses that (ValidateOptions) unless the loader puts its own in.
   rocksdb::Status PrepareOptions(const rocksdb::ConfigOptions& co) override {
-    // An OPTIONS file records this factory by name only, so a tool loading
-    // one (flintkv_tool recover, LoadLatestOptions) gets it without a
-    // pool_dir; DB::Open still refuses it (ValidateOptions) unless the
-    // loader puts its own factory in.
-    if (!options_.pool_dir.empty()) {
-      rocksdb::Status s = Open();
-      if (!s.ok()) return s;
-    }
+    rocksdb::Status s = CheckValues(/*need_pool_dir=*/false);
+    if (!s.ok()) return s;
     return rocksdb::MemTableRepFactory::PrepareOptions(co);
   }
 
   rocksdb::Status ValidateOptions(
       const rocksdb::DBOptions& db,
       const rocksdb::ColumnFamilyOptions& cf) const override {
-    if (!pool_) {
-      return rocksdb::Status::InvalidArgument(
-          options_.pool_dir.empty()
-              ? "flintkv: pool_dir is required, e.g. "
-                "--memtablerep=\"id=flintkv;pool_dir=/dev/shm/db1\""
-              : "flintkv: factory has no pool (PrepareOptions failed or not "
-                "run)");
-    }
-    if (pool_->leftover_state.load() == PoolHandle::kPending) {
-      return rocksdb::Status::InvalidArgument(
-          "flintkv: pool " + pool_->pool()->path() + " holds " +
-          std::to_string(pool_->leftover_lists().size()) +
-          " unflushed memtable(s) of a crashed run; recover them first: "
-          "flintkv_tool recover --db=<this DB's path> --pool_dir=" +
-          options_.pool_dir +
-          " (or open the DB with flintkv::OpenDB, which recovers by "
-          "itself)");
-    }
-    rocksdb::Status us = RejectUnsupported(db, cf);
+    rocksdb::Status os = Open();
+    if (!os.ok()) return os;
+    OptionContext ctx;
+    ctx.pool = pool_.get();
+    ctx.wrapper = pool_->wrapper_claim();
+    ctx.wal_logged = options_.wal_logged;
+    rocksdb::Status us = CheckOptions(db, cf, ctx);
     if (!us.ok()) return us;
-    uint64_t need = cf.write_buffer_size *
-                    (static_cast<uint64_t>(cf.max_write_buffer_number) + 1);
-    pmem::Pool* pool = pool_->pool();
-    if (pool->size() < need + pool->reserve_bytes()) {
-      return rocksdb::Status::InvalidArgument(
-          "flintkv: pool " + pool->path() + " (" +
-          std::to_string(pool->size() >> 20) + " MiB) is too small for " +
-          std::to_string(cf.max_write_buffer_number) +
-          " memtables of write_buffer_size " +
-          std::to_string(cf.write_buffer_size >> 20) +
-          " MiB; raise pool_size (of a new pool) or lower write_buffer_size");
-    }
-    uint64_t prev = pool_->write_buffer_size_hint.load();
-    while (cf.write_buffer_size > prev &&
-           !pool_->write_buffer_size_hint.compare_exchange_weak(
-               prev, cf.write_buffer_size)) {
-    }
+    // S1, S2; starts the DB's life on the pool.
+    us = ToRocks(pool_->BeginOpen(options_.wal_logged, cf.write_buffer_size));
+    if (!us.ok()) return us;
     return rocksdb::MemTableRepFactory::ValidateOptions(db, cf);
-  }
-
-  // RocksDB options under which an acknowledged write would not be durable
-  // in the pool, or recovery could not bring it back exactly. Each is
-  // refused at DB::Open with a message naming the option
-  // (docs/rocksdb_config_matrix.md).
-  rocksdb::Status RejectUnsupported(
-      const rocksdb::DBOptions& db,
-      const rocksdb::ColumnFamilyOptions& cf) const {
-    auto refuse = [](const std::string& option, const std::string& why) {
-      return rocksdb::Status::NotSupported("flintkv: option " + option +
-                                           " is not supported: " + why);
-    };
-    if (cf.inplace_update_support || cf.inplace_callback) {
-      return refuse(cf.inplace_update_support ? "inplace_update_support"
-                                              : "inplace_callback",
-                    "RocksDB would rewrite value bytes inside a persistent "
-                    "memtable node with no flush or fence (a crash can tear "
-                    "the value); leave it off");
-    }
-    if (db.unordered_write) {
-      return refuse("unordered_write",
-                    "RocksDB then publishes a sequence number before its "
-                    "memtable insert is durable, so a reader could return a "
-                    "write that a crash takes away");
-    }
-    if (cf.experimental_mempurge_threshold > 0) {
-      return refuse("experimental_mempurge_threshold",
-                    "MemPurge retires memtables without writing them to SST "
-                    "files and copies entries outside the recovery protocol; "
-                    "set it to 0");
-    }
-    if (db.avoid_flush_during_shutdown && !pool_->wrapper_owned.load()) {
-      return refuse("avoid_flush_during_shutdown",
-                    "Close would leave memtables unflushed, and with the "
-                    "plain factory every later DB::Open would then need "
-                    "`flintkv_tool recover` first; use flintkv::OpenDB "
-                    "(it recovers on open) or leave it false");
-    }
-    if (cf.comparator && cf.comparator->timestamp_size() > 0) {
-      return refuse("comparator with user-defined timestamps (" +
-                        std::string(cf.comparator->Name()) + ")",
-                    "entries with timestamps are not recovered");
-    }
-    return rocksdb::Status::OK();
   }
 
   rocksdb::MemTableRep* CreateMemTableRep(
@@ -169,19 +126,20 @@ class FlintKVFactory : public rocksdb::MemTableRepFactory {
       const rocksdb::MemTableRep::KeyComparator& cmp,
       rocksdb::Allocator* allocator, const rocksdb::SliceTransform*,
       rocksdb::Logger* logger, uint32_t column_family_id) override {
-    if (!pool_) {
-      // DB::Open validates the factory first, so only a caller that skips
-      // PrepareOptions gets here; there is no error channel left.
-      rocksdb::Status s = Open();
-      if (!s.ok()) {
-        std::fprintf(stderr, "flintkv: fatal: %s\n", s.ToString().c_str());
-        std::abort();
-      }
+    // DB::Open validates the factory first (which opens the pool), so only
+    // a caller that skips that fails here; there is no error channel left.
+    rocksdb::Status os = Open();
+    if (!os.ok()) {
+      std::fprintf(stderr, "flintkv: fatal: %s\n", os.ToString().c_str());
+      std::abort();
     }
-    MemtableMeta meta{};
-    meta.magic = kMemtableMetaMagic;
-    meta.column_family_id = column_family_id;
-    meta.created_micros = NowMicros();
+    MemtableMeta meta = pool_->NewListMeta(column_family_id);
+    // Serialized into the OPTIONS file RocksDB writes once the open's
+    // memtables exist; within a life the value does not change.
+    if (life_.incarnation != meta.incarnation) {
+      life_.incarnation = meta.incarnation;
+      life_.family = meta.family;
+    }
     pmem::ListRoot* root = nullptr;
     Status s;
     for (int attempt = 0;; attempt++) {
@@ -199,18 +157,29 @@ class FlintKVFactory : public rocksdb::MemTableRepFactory {
   }
 
   bool IsInsertConcurrentlySupported() const override { return true; }
+
+ protected:
+  // RocksDB writes the OPTIONS file (and so serializes this factory) as the
+  // last step of a successful DB::Open, after WAL replay: the open's life
+  // is then open for writes (pool_session.h, S4).
+  std::string SerializeOptions(const rocksdb::ConfigOptions& co,
+                               const std::string& prefix) const override {
+    std::string out = rocksdb::MemTableRepFactory::SerializeOptions(co, prefix);
+    std::lock_guard<std::mutex> g(open_mu_);
+    if (pool_) pool_->OnOptionsPersisted(life_.incarnation);
+    return out;
+  }
+
+ public:
   bool CanHandleDuplicatedKey() const override { return true; }
 
-  rocksdb::Status Open() {
-    if (pool_) return rocksdb::Status::OK();
-    if (options_.pool_dir.empty()) {
+  rocksdb::Status CheckValues(bool need_pool_dir = true) const {
+    if (need_pool_dir && options_.pool_dir.empty()) {
       return rocksdb::Status::InvalidArgument(
           "flintkv: pool_dir is required, e.g. "
           "--memtablerep=\"id=flintkv;pool_dir=/dev/shm/db1\"");
     }
-    if (options_.latency_model == "optane") {
-      pmem::SetLatencyModel(LatencyModel::Optane());
-    } else if (options_.latency_model != "off") {
+    if (options_.latency_model != "optane" && options_.latency_model != "off") {
       return rocksdb::Status::InvalidArgument(
           "flintkv: latency_model must be 'off' or 'optane', not '" +
           options_.latency_model + "'");
@@ -219,13 +188,27 @@ class FlintKVFactory : public rocksdb::MemTableRepFactory {
       return rocksdb::Status::InvalidArgument(
           "flintkv: chunk_size must be between 64K and 64M");
     }
-    return ToRocks(PoolHandle::Get(options_.pool_dir, options_.pool_size,
-                                   options_.chunk_size, &pool_));
+    return rocksdb::Status::OK();
+  }
+
+  // Opens (or creates) the pool once; later calls return the first result.
+  rocksdb::Status Open() const {
+    std::lock_guard<std::mutex> g(open_mu_);
+    if (pool_) return rocksdb::Status::OK();
+    rocksdb::Status s = CheckValues();
+    if (!s.ok()) return s;
+    if (options_.latency_model == "optane") {
+      pmem::SetLatencyModel(LatencyModel::Optane());
+    }
+    return ToRocks(PoolSession::Open(options_.pool_dir, options_.pool_size,
+                                     options_.chunk_size, &pool_));
   }
 
  private:
   MemTableOptions options_;
-  std::shared_ptr<PoolHandle> pool_;
+  LifeOptions life_;
+  mutable std::mutex open_mu_;
+  mutable std::shared_ptr<PoolSession> pool_;  // set once by Open()
 };
 
 }  // namespace

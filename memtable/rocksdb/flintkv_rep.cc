@@ -101,7 +101,7 @@ void Sleep(int ms) {
 
 FlintRep::FlintRep(const rocksdb::MemTableRep::KeyComparator& cmp,
                    rocksdb::Allocator* allocator,
-                   std::shared_ptr<PoolHandle> pool, pmem::ListRoot* root,
+                   std::shared_ptr<PoolSession> pool, pmem::ListRoot* root,
                    rocksdb::Logger* logger)
     : rocksdb::MemTableRep(allocator),
       cmp_(cmp),
@@ -110,29 +110,21 @@ FlintRep::FlintRep(const rocksdb::MemTableRep::KeyComparator& cmp,
       logger_(logger),
       list_(&cmp_, pool_->pool(), root,
             RepListOptions(pool_->pool()->chunk_size())) {
-  pool_->AddLive(root_->list_id);
+  pool_->OnListCreated(root_->list_id);
 }
 
 FlintRep::~FlintRep() {
-  pool_->RemoveLive(root_->list_id);
-  // A memtable RocksDB destroys without MarkFlushed was either written to
-  // SST some other way (the flush at the end of WAL recovery), is in the
-  // WAL (Close with WAL-logged writes does not flush), belongs to a dropped
-  // column family, or is discarded by RocksDB's own choice. Keeping such a
-  // list would make the next DB::Open find a leftover and refuse (issue 8f).
-  // Only flintkv::OpenDB keeps it: it recovers leftovers at every open, so
-  // memtables left unflushed by avoid_flush_during_shutdown come back.
-  bool keep = !flushed_.load(std::memory_order_acquire) &&
-              list_.NumEntries() != 0 && pool_->wrapper_owned.load();
-  if (!keep) {
-    // P6: the contents are in SST files or RocksDB gave them up.
-    pool_->pool()->DropList(root_);
-  } else if (logger_) {
+  const size_t entries = list_.NumEntries();
+  std::string kept;
+  // S4: kept unless flushed, empty, or its life logs every write.
+  pool_->OnListDestroyed(root_, flushed_.load(std::memory_order_acquire),
+                         entries == 0, &kept);
+  if (!kept.empty() && logger_) {
     rocksdb::Log(rocksdb::InfoLogLevel::WARN_LEVEL, logger_,
-                 "flintkv: memtable list %llu with %zu entries left in pool "
-                 "%s unflushed; it is recovered by flintkv::RecoverDB",
-                 static_cast<unsigned long long>(root_->list_id),
-                 list_.NumEntries(), pool_->pool()->path().c_str());
+                 "flintkv: memtable list %llu with %zu entries stays in pool "
+                 "%s unflushed; %s",
+                 static_cast<unsigned long long>(root_->list_id), entries,
+                 pool_->pool()->path().c_str(), kept.c_str());
   }
 }
 
@@ -183,6 +175,9 @@ bool FlintRep::InsertKey(rocksdb::KeyHandle handle) {
   const char* p = memtable::DecodeVarint32(
       data, data + memtable::kMaxVarint32Bytes, &ikey_len);
   List::SealNode(node, static_cast<uint32_t>(p - data) + ikey_len, 0);
+  if (!has_entry_.load(std::memory_order_relaxed)) {
+    has_entry_.store(true, std::memory_order_relaxed);
+  }
   memtable::InsertResult result;
   Status s = list_.Insert(node, &result);
   while (!s.ok()) {  // only DRAM exhaustion
@@ -251,13 +246,15 @@ size_t FlintRep::ApproximateMemoryUsage() {
   size_t frozen = sealed_usage_.load(std::memory_order_acquire);
   if (frozen) return frozen;
   size_t usage = list_.PmemBytesUsed() + list_.DramBytes();
-  pmem::Pool* pool = pool_->pool();
-  if (pool->ApproxFreeBytes() < 2 * pool->reserve_bytes()) {
+  // An empty memtable never reports pressure: RocksDB asserts that a new
+  // memtable does not ask for a flush, and flushing it would free nothing.
+  if (!has_entry_.load(std::memory_order_relaxed)) return usage;
+  if (pool_->pool()->ApproxFreeBytes() < pool_->space().pressure_free) {
     pressure_.store(true, std::memory_order_relaxed);
   }
   if (pressure_.load(std::memory_order_relaxed)) {
     // Past write_buffer_size: RocksDB schedules a flush and switches.
-    usage = std::max<size_t>(usage, 2 * pool_->write_buffer_size_hint.load());
+    usage = std::max<size_t>(usage, 2 * pool_->write_buffer_size_hint());
   }
   return usage;
 }

@@ -8,7 +8,7 @@
 // allow_concurrent_memtable_write) and reads; Mark* from RocksDB's flush.
 // Persistence: P1/P2 via the skiplist; the list is dropped from the pool
 // only when RocksDB has flushed it (MarkFlushed) and destroys it (P6); a rep
-// destroyed unflushed stays in the pool for recovery.
+// destroyed unflushed stays in the pool for recovery (S4, pool_session.h).
 #pragma once
 
 #include <atomic>
@@ -16,7 +16,7 @@
 #include <string>
 
 #include "memtable/durable_skiplist.h"
-#include "memtable/rocksdb/pool_handle.h"
+#include "memtable/rocksdb/pool_session.h"
 #include "pmem/persist.h"
 #include "rocksdb/memtablerep.h"
 
@@ -40,7 +40,7 @@ class FlintRep : public rocksdb::MemTableRep {
  public:
   // root: a fresh list of this pool.
   FlintRep(const rocksdb::MemTableRep::KeyComparator& cmp,
-           rocksdb::Allocator* allocator, std::shared_ptr<PoolHandle> pool,
+           rocksdb::Allocator* allocator, std::shared_ptr<PoolSession> pool,
            pmem::ListRoot* root, rocksdb::Logger* logger);
   ~FlintRep() override;
 
@@ -78,12 +78,13 @@ class FlintRep : public rocksdb::MemTableRep {
   Status AllocateNode(size_t len, pmem::NvmNode** node);
 
   RocksKeyComparator cmp_;
-  std::shared_ptr<PoolHandle> pool_;
+  std::shared_ptr<PoolSession> pool_;
   pmem::ListRoot* root_;
   rocksdb::Logger* logger_;
   List list_;
   std::atomic<bool> flushed_{false};
   std::atomic<bool> pressure_{false};    // pool nearly full: ask for a flush
+  std::atomic<bool> has_entry_{false};   // an insert has begun
   std::atomic<size_t> sealed_usage_{0};  // usage frozen at MarkReadOnly
 };
 

@@ -28,7 +28,15 @@ struct MemtableMeta {
   // means that recovery died while replaying the list, and the next one
   // closes the span at the sequence number it opens the DB with).
   uint64_t copy_spans[2 * kMaxCopySpans];
-  uint64_t reserved[5];
+  // S3 (pool_session.h): the DB life that wrote the list, its family (the
+  // first life of an unbroken chain of lives each of which recovered the
+  // one before) and a hash of the DB's IDENTITY (0: unknown, the plain
+  // factory is never told its DB). All 0 in lists written before these
+  // fields existed (they were reserved, zero).
+  uint64_t incarnation;
+  uint64_t family;
+  uint64_t db_id_hash;
+  uint64_t reserved[2];
 };
 static_assert(sizeof(MemtableMeta) <= sizeof(pmem::ListRoot::user),
               "MemtableMeta must fit the user area");

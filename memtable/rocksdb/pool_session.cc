@@ -1,0 +1,400 @@
+#include "memtable/rocksdb/pool_session.h"
+
+#include <sys/stat.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <chrono>
+#include <cstring>
+#include <random>
+
+#include "memtable/rocksdb/watermark.h"
+
+namespace flintkv {
+namespace rocks {
+namespace {
+
+std::mutex& RegistryMutex() {
+  static std::mutex mu;
+  return mu;
+}
+std::map<std::string, std::weak_ptr<PoolSession>>& Registry() {
+  static auto* r = new std::map<std::string, std::weak_ptr<PoolSession>>();
+  return *r;
+}
+
+Status MakeDirs(const std::string& dir) {
+  for (size_t pos = 1; pos != std::string::npos;) {
+    pos = dir.find('/', pos + 1);
+    std::string part = dir.substr(0, pos);
+    if (mkdir(part.c_str(), 0755) != 0 && errno != EEXIST) {
+      return Status::IOError("cannot create " + part + ": " +
+                             std::strerror(errno));
+    }
+  }
+  return Status::OK();
+}
+
+bool FileExists(const std::string& path) {
+  struct stat st;
+  return stat(path.c_str(), &st) == 0;
+}
+
+std::string Mib(uint64_t bytes) {
+  return std::to_string((bytes + (1 << 20) - 1) >> 20) + " MiB";
+}
+
+std::string Hex(uint64_t v) {
+  char buf[20];
+  std::snprintf(buf, sizeof(buf), "%016llx", (unsigned long long)v);
+  return buf;
+}
+
+}  // namespace
+
+SpaceRule SpaceRule::For(uint64_t pool_size, uint64_t chunk_size) {
+  SpaceRule r;
+  r.reserve = std::max<uint64_t>(pool_size / 32, 8 * chunk_size);
+  r.pressure_free = 2 * r.reserve;
+  return r;
+}
+
+uint64_t SpaceRule::MemtableBytes(uint64_t write_buffer_size,
+                                  int max_write_buffer_number,
+                                  uint64_t chunk_size) {
+  uint64_t per = (write_buffer_size + chunk_size - 1) / chunk_size * chunk_size;
+  return per *
+         (static_cast<uint64_t>(std::max(max_write_buffer_number, 1)) + 1);
+}
+
+Status PoolSession::Open(const std::string& pool_dir, uint64_t pool_size,
+                         uint64_t chunk_size,
+                         std::shared_ptr<PoolSession>* out) {
+  if (pool_dir.empty()) {
+    return Status::InvalidArgument("flintkv: pool_dir is not set");
+  }
+  std::string path = PoolPath(pool_dir);
+  std::lock_guard<std::mutex> g(RegistryMutex());
+  if (auto h = Registry()[path].lock()) {
+    *out = h;
+    return Status::OK();
+  }
+  Status s = MakeDirs(pool_dir);
+  if (!s.ok()) return s;
+  PoolOptions po;
+  po.path = path;
+  po.size = pool_size;
+  po.chunk_size = chunk_size;
+  std::shared_ptr<PoolSession> h(new PoolSession());
+  s = pmem::Pool::Open(po, &h->pool_);
+  if (!s.ok()) return s;
+  h->pool_dir_ = pool_dir;
+  h->space_ = SpaceRule::For(h->pool_->size(), h->pool_->chunk_size());
+  h->pool_->set_reserve_bytes(h->space_.reserve);
+  h->ScanLeftoversLocked();
+  if (h->leftovers_.empty()) {
+    // No leftover memtable holds an entry, so a watermark left enabled by a
+    // wrapper that crashed with empty memtables filters nothing that exists;
+    // a plain-factory run that follows never publishes it, and recovery
+    // would drop that run's writes as "above W". An unfinished recovery
+    // epoch (R set) is finished the same way: nothing is left.
+    Watermark wm(h->pool_.get());
+    if (wm.reset_pending()) wm.FinishReset();
+    if (wm.enabled()) wm.Disable();
+  }
+  Registry()[path] = h;
+  *out = h;
+  return Status::OK();
+}
+
+Status PoolSession::OpenExisting(const std::string& pool_dir,
+                                 std::shared_ptr<PoolSession>* out) {
+  std::string path = PoolPath(pool_dir);
+  if (!FileExists(path)) {
+    return Status::NotFound("no FlintKV pool at " + path);
+  }
+  // Size and chunk size are those of the existing pool.
+  return Open(pool_dir, 1ull << 30, 1ull << 20, out);
+}
+
+PoolSession::~PoolSession() = default;
+
+uint64_t PoolSession::NewIncarnation() {
+  static std::mutex mu;
+  static std::mt19937_64 rng([] {
+    std::random_device rd;
+    return (static_cast<uint64_t>(rd()) << 32) ^ rd() ^
+           static_cast<uint64_t>(
+               std::chrono::system_clock::now().time_since_epoch().count());
+  }());
+  std::lock_guard<std::mutex> g(mu);
+  uint64_t v = 0;
+  while (v == 0) v = rng();
+  return v;
+}
+
+void PoolSession::ScanLeftoversLocked() {
+  leftovers_.clear();
+  for (pmem::ListRoot* l : pool_->Lists()) {
+    if (l->kind == pmem::kListMemtable && l->head.next != 0 &&
+        !live_.count(l->list_id)) {
+      leftovers_.insert(l->list_id);
+    }
+  }
+}
+
+std::string PoolSession::LeftoverSummaryLocked() const {
+  std::map<uint64_t, int> by_inc;
+  for (pmem::ListRoot* l : pool_->Lists()) {
+    if (leftovers_.count(l->list_id)) by_inc[MetaOf(l)->incarnation]++;
+  }
+  std::string out;
+  for (auto& [inc, n] : by_inc) {
+    if (!out.empty()) out += ", ";
+    out += std::to_string(n) + " of incarnation " +
+           (inc ? Hex(inc) : std::string("unknown (older FlintKV)"));
+  }
+  return out;
+}
+
+std::string PoolSession::LeftoverSummary() const {
+  std::lock_guard<std::mutex> g(mu_);
+  return LeftoverSummaryLocked();
+}
+
+std::set<uint64_t> PoolSession::LeftoverIds() const {
+  std::lock_guard<std::mutex> g(mu_);
+  return leftovers_;
+}
+
+bool PoolSession::wrapper_claim() const {
+  std::lock_guard<std::mutex> g(mu_);
+  return claimed_ && claim_wrapper_;
+}
+
+Status PoolSession::BeginOpen(bool wal_logged, uint64_t write_buffer_size) {
+  std::lock_guard<std::mutex> g(mu_);
+  const std::string& path = pool_->path();
+  if (live_lists_ > 0) {  // S1
+    return Status::Busy(
+        "flintkv: pool " + path +
+        " already serves a DB that is open in this process; each DB needs "
+        "its own pool_dir (e.g. --memtablerep=\"id=flintkv;pool_dir=" +
+        pool_dir_ + "-2\" for the second DB)");
+  }
+  if (!claimed_) ScanLeftoversLocked();
+  if (!claimed_ && !leftovers_.empty()) {  // S2
+    return Status::InvalidArgument(
+        "flintkv: pool " + path + " holds " +
+        std::to_string(leftovers_.size()) + " unflushed memtable(s) (" +
+        LeftoverSummaryLocked() +
+        ") of a crashed run or of a close that did not flush them; recover "
+        "them first: flintkv_tool recover --db=<this DB's path> --pool_dir=" +
+        pool_dir_ +
+        " (or open the DB with flintkv::OpenDB, which recovers by itself)");
+  }
+  // A new life. The open's next column family starts it again: no list
+  // carries the number yet (S1: none is live). Pressure reports use the
+  // largest write_buffer_size any open asked for (an over-report only
+  // brings a flush forward).
+  life_.incarnation = NewIncarnation();
+  life_.family = claimed_ && claim_family_ ? claim_family_ : life_.incarnation;
+  life_.wrapper = claimed_ && claim_wrapper_;
+  life_.wal_logged = wal_logged && !life_.wrapper;
+  life_.db_id_hash = claimed_ ? claim_db_id_hash_ : 0;
+  life_.opened = false;
+  if (write_buffer_size > wbs_hint_.load(std::memory_order_relaxed)) {
+    wbs_hint_.store(write_buffer_size, std::memory_order_relaxed);
+  }
+  return Status::OK();
+}
+
+MemtableMeta PoolSession::NewListMeta(uint32_t column_family_id) {
+  std::lock_guard<std::mutex> g(mu_);
+  if (life_.incarnation == 0)
+    life_.family = life_.incarnation = NewIncarnation();
+  MemtableMeta meta{};
+  meta.magic = kMemtableMetaMagic;
+  meta.column_family_id = column_family_id;
+  meta.created_micros = std::chrono::duration_cast<std::chrono::microseconds>(
+                            std::chrono::system_clock::now().time_since_epoch())
+                            .count();
+  meta.incarnation = life_.incarnation;
+  meta.family = life_.family;
+  meta.db_id_hash = life_.db_id_hash;
+  return meta;
+}
+
+void PoolSession::OnListCreated(uint64_t list_id) {
+  std::lock_guard<std::mutex> g(mu_);
+  live_.insert(list_id);
+  live_lists_++;
+}
+
+void PoolSession::OnListDestroyed(pmem::ListRoot* list, bool flushed,
+                                  bool empty, std::string* kept_note) {
+  std::lock_guard<std::mutex> g(mu_);
+  live_.erase(list->list_id);
+  live_lists_--;
+  // S4. RocksDB destroys a memtable without MarkFlushed when its data is
+  // in SST files some other way (the flush ending WAL recovery inside
+  // DB::Open), in the WAL (a Close with WAL-logged writes does not flush),
+  // when a flush failed (disk full), at a Close with
+  // avoid_flush_during_shutdown (also set at run time with SetDBOptions,
+  // which no factory hook sees), or for a dropped column family. Only the
+  // first is told apart (the open has not finished); otherwise only a life
+  // that declared every write WAL-logged lets such a list go. Keeping a
+  // WAL-replay list would be wrong, not just wasteful: its entries are in
+  // SST files whose sequence numbers a compaction may zero before a later
+  // recovery, which would then replay them over newer writes.
+  const bool keep = !flushed && !empty && !life_.wal_logged && life_.opened;
+  if (keep) {
+    leftovers_.insert(list->list_id);
+    if (kept_note) {
+      *kept_note = life_.wrapper
+                       ? "flintkv::OpenDB recovers it at the next open"
+                       : "the next DB::Open asks for `flintkv_tool recover "
+                         "--pool_dir=" +
+                             pool_dir_ + "` first";
+    }
+  } else {
+    // P6: the contents are in SST files, in the WAL, or there are none.
+    pool_->DropList(list);
+  }
+}
+
+void PoolSession::OnOptionsPersisted(uint64_t incarnation) {
+  std::lock_guard<std::mutex> g(mu_);
+  if (incarnation == life_.incarnation && live_lists_ > 0) life_.opened = true;
+}
+
+uint64_t PoolSession::incarnation() const {
+  std::lock_guard<std::mutex> g(mu_);
+  return life_.incarnation;
+}
+
+Status PoolSession::Claim(const DbBinding& b, bool wrapper) {
+  std::lock_guard<std::mutex> g(mu_);
+  if (live_lists_ > 0) {
+    return Status::Busy("flintkv: pool " + pool_->path() +
+                        " serves a DB that is open in this process; close "
+                        "it before recovering " +
+                        b.db_path);
+  }
+  if (claimed_) {
+    return Status::Busy("flintkv: a recovery of pool " + pool_->path() +
+                        " is already under way in this process");
+  }
+  ScanLeftoversLocked();
+  std::map<uint64_t, const MemtableMeta*> meta;  // list_id -> meta
+  for (pmem::ListRoot* l : pool_->Lists()) {
+    if (leftovers_.count(l->list_id)) meta[l->list_id] = MetaOf(l);
+  }
+  const std::string path = pool_->path();
+  if (!meta.empty() && !b.options_flintkv && !b.allow_foreign_open) {
+    return Status::InvalidArgument(
+        "flintkv: pool " + path + " holds " + std::to_string(meta.size()) +
+        " unflushed memtable(s) of " + b.db_path + " (" +
+        LeftoverSummaryLocked() + "), but " +
+        (b.options_file.empty()
+             ? "the DB has no OPTIONS file"
+             : "its latest OPTIONS file " + b.options_file +
+                   " was written by a process without FlintKV (memtable "
+                   "factory " +
+                   b.other_factory + ")") +
+        ": something opened the DB after these memtables were written "
+        "(stock ldb, a restore, a tool without the plugin) and may have "
+        "written keys they also hold. Nothing was changed. Sequence numbers "
+        "cannot order those writes against the pool's, so replaying could "
+        "revert newer writes. To replay anyway (for a key written by both, "
+        "the entry with the higher sequence number wins, which may be the "
+        "older write): flintkv_tool recover --allow_foreign_open (C++: "
+        "RecoveryOptions::allow_foreign_open)");
+  }
+  // The family the DB's OPTIONS file vouches for. An OPTIONS file written
+  // before families existed records 0, and so do lists of that time.
+  auto ours = [&](const MemtableMeta* m) {
+    if (b.accept_incarnation && (m->incarnation == b.accept_incarnation ||
+                                 m->family == b.accept_incarnation)) {
+      return true;
+    }
+    if (b.options_flintkv) {
+      return b.family ? m->family == b.family
+                      : m->family == 0 && m->incarnation == 0;
+    }
+    // allow_foreign_open: one family only, the lists' own.
+    return m->family == meta.begin()->second->family;
+  };
+  std::string others;
+  for (auto& [id, m] : meta) {
+    const bool db_mismatch = m->db_id_hash != 0 && b.db_id_hash != 0 &&
+                             m->db_id_hash != b.db_id_hash;
+    if (ours(m) && !db_mismatch) continue;
+    if (!others.empty()) others += ", ";
+    others += "list " + std::to_string(id) + " (incarnation " +
+              Hex(m->incarnation) + ", family " + Hex(m->family) +
+              (db_mismatch ? ", another DB IDENTITY" : "") + ")";
+  }
+  if (!others.empty()) {
+    return Status::InvalidArgument(
+        "flintkv: pool " + path + " holds unflushed memtables that are not " +
+        b.db_path + "'s: " + others + "; " +
+        (b.options_flintkv
+             ? "the DB's OPTIONS file " + b.options_file +
+                   " records incarnation " + Hex(b.incarnation) + ", family " +
+                   Hex(b.family)
+             : std::string("the DB records no FlintKV incarnation")) +
+        ". They belong to another database (two DBs on one pool_dir), or "
+        "the DB was replaced by a copy, backup or checkpoint taken before "
+        "they were written. Nothing was changed. Recover them into the DB "
+        "that wrote them (flintkv_tool recover --db=<that DB> --pool_dir=" +
+        pool_dir_ + "); `flintkv_tool inspect --pool_dir=" + pool_dir_ +
+        "` lists them; to claim them for this DB anyway: "
+        "--accept_incarnation=<incarnation or family> (RecoveryOptions::"
+        "accept_incarnation)");
+  }
+  claimed_ = true;
+  claim_wrapper_ = wrapper;
+  // The recovering life continues the leftovers' family, so that an
+  // interrupted recovery's lists and OPTIONS file still name it.
+  claim_family_ = meta.empty() ? 0 : meta.begin()->second->family;
+  claim_db_id_hash_ = b.db_id_hash;
+  claimed_lists_.clear();
+  for (auto& [id, m] : meta) claimed_lists_.insert(id);
+  keep_alive_ = shared_from_this();
+  return Status::OK();
+}
+
+std::vector<pmem::ListRoot*> PoolSession::ClaimedLists() const {
+  std::lock_guard<std::mutex> g(mu_);
+  std::vector<pmem::ListRoot*> out;
+  for (pmem::ListRoot* l : pool_->Lists()) {
+    if (claimed_lists_.count(l->list_id)) out.push_back(l);
+  }
+  return out;
+}
+
+bool PoolSession::claimed() const {
+  std::lock_guard<std::mutex> g(mu_);
+  return claimed_;
+}
+
+void PoolSession::FinishRecovery() {
+  std::shared_ptr<PoolSession> self;
+  std::lock_guard<std::mutex> g(mu_);
+  for (uint64_t id : claimed_lists_) leftovers_.erase(id);
+  claimed_lists_.clear();
+  claimed_ = false;
+  self.swap(keep_alive_);  // released after the lock
+}
+
+void PoolSession::ReleaseClaim() {
+  std::shared_ptr<PoolSession> self;
+  std::lock_guard<std::mutex> g(mu_);
+  claimed_lists_.clear();
+  claimed_ = false;
+  self.swap(keep_alive_);
+}
+
+}  // namespace rocks
+}  // namespace flintkv

@@ -1,0 +1,196 @@
+// PoolSession: the one owner of a FlintKV pool's use by RocksDB in this
+// process. Every factory, memtable (FlintRep), recovery and OpenDB wrapper
+// naming the same pool_dir shares one session: libpmemobj allows one open
+// per file, and PMDK's file lock refuses the pool to a second process.
+//
+// The session owns the pool, the DB life it serves, the unflushed lists
+// earlier lives left (leftovers) and the recovery claim on them:
+//
+//   idle ─BeginOpen─▶ opening ─first memtable─▶ live ─last memtable─▶ idle
+//                                                        (or leftovers)
+//   leftovers ─Claim (identity checked)─▶ claimed ─BeginOpen─▶ opening
+//   claimed ─FinishRecovery / ReleaseClaim─▶ idle / leftovers
+//
+// A life is one DB::Open to Close of one DB. It gets a random incarnation
+// number and a family: its own number, or, for a life that recovers
+// leftovers, the family of those leftovers (so a chain of interrupted
+// recoveries stays one family). Both are recorded in every list the life
+// creates and, through the factory's `incarnation` and `family` options, in
+// the DB's OPTIONS file. Recovery reads the DB's latest OPTIONS file and
+// IDENTITY and claims only lists of that family (recovery/db_binding.h).
+//
+// Invariants (docs/invariants.md):
+//  S1 one DB life per pool at a time: BeginOpen refuses while another life
+//     has memtables (two DBs on one pool would mix their lists);
+//  S2 a DB::Open over unrecovered leftovers proceeds only under a recovery
+//     claim (P6: new writes would reuse the lost sequence numbers);
+//  S3 every list carries the incarnation, family and DB identity of the
+//     life that wrote it; a claim covers only lists of the family the named
+//     DB's OPTIONS file records, else it is refused naming the lists;
+//  S4 a list is dropped only when RocksDB flushed it (MarkFlushed), when
+//     it holds nothing, when its life declared every write WAL-logged
+//     (MemTableOptions::wal_logged), or when it is destroyed before its
+//     DB::Open finished (it then holds WAL replay only: RocksDB flushed it
+//     to SST itself, or the open failed and the WAL is still there); a
+//     memtable destroyed unflushed otherwise stays for recovery.
+// Thread safety: every member is thread-safe (one mutex; none is on the
+// write path: memtable creation and destruction only).
+// Persistence: list stamps are written with the list (Pool::CreateList is
+// atomic); DropList is crash-idempotent (P6).
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "flintkv/status.h"
+#include "memtable/rocksdb/memtable_meta.h"
+#include "pmem/pool.h"
+
+namespace flintkv {
+namespace rocks {
+
+// Pool space for RocksDB memtables, one rule for the Open-time check, the
+// reserve and the pressure threshold.
+struct SpaceRule {
+  // Pool bytes NewChunk keeps back for writes already past the full check
+  // while RocksDB switches memtables (about 3% of the pool, at least 8
+  // chunks: one per writer in flight).
+  uint64_t reserve = 0;
+  // Below this much free space, a memtable holding entries reports itself
+  // full so that RocksDB switches and flushes it.
+  uint64_t pressure_free = 0;
+
+  static SpaceRule For(uint64_t pool_size, uint64_t chunk_size);
+  // PMEM that max_write_buffer_number memtables of write_buffer_size (plus
+  // the one being built while they flush) occupy, in whole chunks.
+  static uint64_t MemtableBytes(uint64_t write_buffer_size,
+                                int max_write_buffer_number,
+                                uint64_t chunk_size);
+  // Smallest pool that holds memtable_bytes without pressure.
+  uint64_t MinPoolSize(uint64_t memtable_bytes) const {
+    return memtable_bytes + pressure_free;
+  }
+};
+
+// The DB a recovery is for, as its files tell (recovery/db_binding.h).
+struct DbBinding {
+  std::string db_path;
+  std::string options_file;  // latest OPTIONS file ("" if none)
+  // The latest OPTIONS file names the flintkv memtable factory; false means
+  // the DB was last opened without FlintKV (or has no OPTIONS file).
+  bool options_flintkv = false;
+  std::string other_factory;  // the factory it names instead
+  uint64_t incarnation = 0;   // recorded there (0: before incarnations)
+  uint64_t family = 0;
+  uint64_t db_id_hash = 0;  // of the DB's IDENTITY (0: none)
+  // Overrides (RecoveryOptions): replay although the DB was opened without
+  // FlintKV since; claim the lists of this incarnation or family as well.
+  bool allow_foreign_open = false;
+  uint64_t accept_incarnation = 0;
+};
+
+class PoolSession : public std::enable_shared_from_this<PoolSession> {
+ public:
+  // Opens pool_dir/flintkv.pool (creating dir and pool if missing), or
+  // returns this process's session on it.
+  static Status Open(const std::string& pool_dir, uint64_t pool_size,
+                     uint64_t chunk_size, std::shared_ptr<PoolSession>* out);
+  // The same for a pool that must exist: NotFound otherwise; never creates.
+  static Status OpenExisting(const std::string& pool_dir,
+                             std::shared_ptr<PoolSession>* out);
+  static std::string PoolPath(const std::string& pool_dir) {
+    return pool_dir + "/flintkv.pool";
+  }
+
+  pmem::Pool* pool() const { return pool_.get(); }
+  const SpaceRule& space() const { return space_; }
+
+  // ---- DB lives (the factory and its memtables) ----
+  // DB::Open is starting (once per column family; option_checks.h has run).
+  // Refuses a second DB (S1) and an open over unclaimed leftovers (S2).
+  // Otherwise starts a new life (again for the open's next column family).
+  Status BeginOpen(bool wal_logged, uint64_t write_buffer_size);
+  // The next life is an OpenDB wrapper's (its claim says so).
+  bool wrapper_claim() const;
+  // A memtable of the current life is being created: its list's stamp.
+  MemtableMeta NewListMeta(uint32_t column_family_id);
+  // The list backs a live memtable / its memtable is gone. OnListDestroyed
+  // keeps or drops the list (S4); flushed: RocksDB called MarkFlushed.
+  void OnListCreated(uint64_t list_id);
+  void OnListDestroyed(pmem::ListRoot* list, bool flushed, bool empty,
+                       std::string* kept_note);
+  // RocksDB wrote the DB's OPTIONS file naming `incarnation`: the last step
+  // of a successful DB::Open (also repeated at SetOptions and the like).
+  void OnOptionsPersisted(uint64_t incarnation);
+  // The incarnation of the current (or last) life.
+  uint64_t incarnation() const;
+  // Largest write_buffer_size an open asked for (lock-free: memtables read
+  // it on the write path under pool pressure).
+  uint64_t write_buffer_size_hint() const {
+    return wbs_hint_.load(std::memory_order_relaxed);
+  }
+
+  // ---- Recovery ----
+  // Claims the leftovers for the DB `b` names (S3), for an open that
+  // recovers them before any write: OpenDB (wrapper = true) or RecoverDB /
+  // BeginRecovery. Refuses, changing nothing, if a leftover list belongs to
+  // another DB or life, or if the DB was opened without FlintKV since.
+  Status Claim(const DbBinding& b, bool wrapper);
+  // The claimed leftover lists, in list_id order.
+  std::vector<pmem::ListRoot*> ClaimedLists() const;
+  bool claimed() const;
+  // Recovery put the claimed lists' data in SST files; they are dropped by
+  // the caller. Ends the claim.
+  void FinishRecovery();
+  // Ends a claim without recovering (an error): the leftovers stay.
+  void ReleaseClaim();
+  // Human-readable summary of the leftovers, for refusals.
+  std::string LeftoverSummary() const;
+  // Lists with entries that no live memtable of this process owns.
+  std::set<uint64_t> LeftoverIds() const;
+
+  ~PoolSession();
+
+ private:
+  struct Life {
+    uint64_t incarnation = 0;
+    uint64_t family = 0;
+    uint64_t db_id_hash = 0;
+    bool wrapper = false;
+    bool wal_logged = false;
+    bool opened = false;  // DB::Open finished (S4)
+  };
+  PoolSession() = default;
+  void ScanLeftoversLocked();
+  std::string LeftoverSummaryLocked() const;
+  static uint64_t NewIncarnation();
+
+  mutable std::mutex mu_;
+  std::unique_ptr<pmem::Pool> pool_;
+  std::string pool_dir_;
+  SpaceRule space_;
+  std::atomic<uint64_t> wbs_hint_{64ull << 20};
+  Life life_;
+  int live_lists_ = 0;       // memtables of the current life
+  std::set<uint64_t> live_;  // their lists
+  std::set<uint64_t> leftovers_;
+  // The claim (a recovery about to open the DB) and what the next life
+  // inherits from it.
+  bool claimed_ = false;
+  bool claim_wrapper_ = false;
+  uint64_t claim_family_ = 0;
+  uint64_t claim_db_id_hash_ = 0;
+  std::set<uint64_t> claimed_lists_;
+  // Kept alive while claimed: between the claim and DB::Open nothing else
+  // may hold the session.
+  std::shared_ptr<PoolSession> keep_alive_;
+};
+
+}  // namespace rocks
+}  // namespace flintkv
