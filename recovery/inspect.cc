@@ -1,17 +1,21 @@
 // InspectPool: what a pool holds, checked with the validated walker
 // (flintkv_tool inspect / verify).
 #include <sys/stat.h>
+#include <sys/sysmacros.h>
 
+#include <cstdio>
 #include <cstring>
 #include <fstream>
 #include <map>
 #include <memory>
+#include <sstream>
 
 #include "flintkv/recovery.h"
 #include "flintkv/rocksdb_memtable.h"
 #include "memtable/list_walk.h"
 #include "memtable/rocksdb/memtable_meta.h"
 #include "memtable/rocksdb/pool_handle.h"
+#include "memtable/rocksdb/status_convert.h"
 #include "memtable/rocksdb/watermark.h"
 #include "recovery/internal_key_cmp.h"
 #include "rocksdb/comparator.h"
@@ -164,6 +168,34 @@ const rocksdb::Comparator* UserComparator(const InspectOptions& o,
   return c;
 }
 
+// " by process PID (NAME)" for the process holding the flock libpmemobj
+// takes on an open pool file, from /proc/locks; "" if none is found.
+std::string PoolHolder(const std::string& path) {
+  struct stat st;
+  if (stat(path.c_str(), &st) != 0) return "";
+  std::ifstream locks("/proc/locks");
+  std::string line;
+  while (std::getline(locks, line)) {
+    // "1: FLOCK  ADVISORY  WRITE 1234 fe:00:10952834 0 EOF"; a waiter's
+    // line has "->" after the number and holds nothing.
+    std::istringstream in(line);
+    std::string num, kind, advisory, mode, pid, file;
+    in >> num >> kind >> advisory >> mode >> pid >> file;
+    unsigned maj = 0, min = 0;
+    unsigned long long ino = 0;
+    if (kind != "FLOCK" ||
+        std::sscanf(file.c_str(), "%x:%x:%llu", &maj, &min, &ino) != 3 ||
+        ino != st.st_ino || makedev(maj, min) != st.st_dev) {
+      continue;
+    }
+    std::string name;
+    std::ifstream comm("/proc/" + pid + "/comm");
+    std::getline(comm, name);
+    return " by process " + pid + (name.empty() ? "" : " (" + name + ")");
+  }
+  return "";
+}
+
 }  // namespace
 
 rocksdb::Status InspectPool(const std::string& pool_dir, PoolSummary* out,
@@ -176,9 +208,16 @@ rocksdb::Status InspectPool(const std::string& pool_dir, PoolSummary* out,
   std::shared_ptr<rocks::PoolHandle> h;
   Status s = rocks::PoolHandle::Get(pool_dir, 1ull << 30,
                                     MemTableOptions().chunk_size, &h);
-  if (!s.ok()) {
-    return rocksdb::Status::Corruption("flintkv: " + s.message());
+  if (s.IsBusy()) {
+    // Open in another process (libpmemobj flocks an open pool): in use,
+    // not corrupt, and not read while its owner may be writing it.
+    std::string holder = PoolHolder(path);
+    return rocksdb::Status::Busy(
+        "flintkv: " + path + ": pool is in use" +
+        (holder.empty() ? " by another process" : holder) +
+        "; not inspected (close that process first)");
   }
+  if (!s.ok()) return rocks::ToRocks(s);
   pmem::Pool* pool = h->pool();
   Watermark wm(pool);
   *out = PoolSummary();
