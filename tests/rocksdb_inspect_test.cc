@@ -117,11 +117,8 @@ class RocksdbInspectTest : public ::testing::Test {
   }
   std::string Pool() const { return dir_ + "/pool"; }
   int Tool(const std::string& args) {
-    std::string cmd =
-        std::string(FLINTKV_TOOL) + " " + args + " >" + dir_ + "/tool.out 2>&1";
-    int rc = std::system(cmd.c_str());
-    std::system(("cat " + dir_ + "/tool.out").c_str());
-    return WIFEXITED(rc) ? WEXITSTATUS(rc) : -1;
+    return test::RunCommand(std::string(FLINTKV_TOOL) + " " + args,
+                            dir_ + "/tool.out");
   }
 
   std::string dir_;
