@@ -36,7 +36,9 @@ int Usage(FILE* out = stderr) {
       "  flintkv_tool inspect --pool_dir=DIR [--db=DIR | --comparator=NAME]\n"
       "      list the pool's memtables: state, entries, sequence range\n"
       "  flintkv_tool verify --pool_dir=DIR [--db=DIR | --comparator=NAME]\n"
-      "      structural check (sorted, acyclic, in bounds, headers); exit 1 "
+      "      structural check (sorted, acyclic, in bounds, headers) and "
+      "RocksDB's\n"
+      "      per-key checksums (memtable_protection_bytes_per_key); exit 1 "
       "if broken\n"
       "  Memtables are sorted by their column family's comparator: --db "
       "reads it\n"
@@ -169,7 +171,8 @@ int Inspect(std::map<std::string, std::string>& flags, bool verify) {
     for (const auto& l : ps.lists) nodes += l.entries + l.uncommitted;
     std::printf(
         "pool %s OK: %zu lists, %llu nodes: sorted, acyclic, in "
-        "bounds, headers valid\n",
+        "bounds, headers valid, RocksDB entries decode and match their "
+        "per-key checksums where stored\n",
         ps.path.c_str(), ps.lists.size(), (unsigned long long)nodes);
   }
   return kExitOk;

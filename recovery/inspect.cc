@@ -18,6 +18,7 @@
 #include "memtable/rocksdb/status_convert.h"
 #include "memtable/rocksdb/watermark.h"
 #include "recovery/internal_key_cmp.h"
+#include "recovery/replay.h"
 #include "rocksdb/comparator.h"
 #include "rocksdb/convenience.h"
 #include "rocksdb/env.h"
@@ -289,6 +290,10 @@ rocksdb::Status InspectPool(const std::string& pool_dir, PoolSummary* out,
               } else if (ls.error.empty()) {
                 ls.error = "memtable node without an internal key";
               }
+            }
+            if (memtable && ls.error.empty() && replay::IsCommitted(l, n)) {
+              replay::Entry e;  // decodes, and its checksum matches
+              ls.error = replay::CheckEntry(*pool, l, n, &e);
             }
             if (first || seq < ls.min_seq) ls.min_seq = seq;
             if (first || seq > ls.max_seq) ls.max_seq = seq;
