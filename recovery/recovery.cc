@@ -444,7 +444,8 @@ rocksdb::Status RecoverInto(
   // A damaged entry (bit rot: a per-key checksum that does not match)
   // fails the recovery before anything is written (replay::CheckList).
   for (const ListPlan& p : plans) {
-    rocksdb::Status cs = replay::CheckList(pool, p.list);
+    rocksdb::Status cs = replay::CheckList(
+        pool, p.list, db->GetOptions(p.cf).memtable_protection_bytes_per_key);
     if (!cs.ok()) return fail(cs);
   }
   r->triage_seconds = Seconds(start);

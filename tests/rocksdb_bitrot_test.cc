@@ -144,7 +144,7 @@ TEST_F(BitRotTest, VerifierAgreesWithRocksDb) {
     EXPECT_EQ(rejected, width == 0 ? 0 : entries);  // width 0: no checksum
     for (pmem::ListRoot* l : pool->Lists()) {
       if (l->kind == pmem::kListMemtable) {
-        EXPECT_TRUE(replay::CheckList(pool, l).ok());
+        EXPECT_TRUE(replay::CheckList(pool, l, width).ok());
       }
     }
     if (width == 0) continue;
