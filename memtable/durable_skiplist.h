@@ -205,11 +205,10 @@ class DurableSkipList {
     const IndexNode* node_ = nullptr;
   };
 
-  // Estimated number of entries ordered before key (RocksDB's
-  // ApproximateNumEntries), from the index levels; O(log n).
-  uint64_t EstimateCountBefore(const char* key) const;
-  // Entries (all versions) with start <= key < end: exact for ranges of up
-  // to a few thousand entries, else the level estimate.
+  // Entries (all versions) with start <= key < end (RocksDB's
+  // ApproximateNumEntries): exact for ranges of fewer than 4096 entries,
+  // else an estimate from the index levels, within tens of percent;
+  // monotone in the range, deterministic, O(log n).
   uint64_t CountRange(const char* start, const char* end) const;
   size_t NumEntries() const;
   size_t DramBytes() const;

@@ -5,8 +5,9 @@
 //   flintkv_tool inspect --pool_dir=DIR [--db=DIR | --comparator=NAME]
 //   flintkv_tool verify  --pool_dir=DIR [--db=DIR | --comparator=NAME]
 //
-// Exit status: 0 on success, 1 on an error (message on stderr), 2 on bad
-// usage.
+// Exit status (also in --help and docs/rocksdb_recovery.md): 0 success, 1
+// an error (verify: the pool is damaged), 2 bad usage, 3 the pool is in use
+// by another process (open there; nothing was read or changed).
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -21,9 +22,14 @@
 
 namespace {
 
-int Usage() {
+constexpr int kExitOk = 0;
+constexpr int kExitError = 1;
+constexpr int kExitUsage = 2;
+constexpr int kExitInUse = 3;
+
+int Usage(FILE* out = stderr) {
   std::fprintf(
-      stderr,
+      out,
       "usage:\n"
       "  flintkv_tool recover --db=DIR --pool_dir=DIR "
       "[--watermark=auto|on|off] [--quiet]\n"
@@ -37,15 +43,25 @@ int Usage() {
       "  flintkv_tool inspect --pool_dir=DIR [--db=DIR | --comparator=NAME]\n"
       "      list the pool's memtables: state, entries, sequence range\n"
       "  flintkv_tool verify --pool_dir=DIR [--db=DIR | --comparator=NAME]\n"
-      "      structural check (sorted, acyclic, in bounds, headers); exit 1 "
+      "      structural check (sorted, acyclic, in bounds, headers) and "
+      "RocksDB's\n"
+      "      per-key checksums (memtable_protection_bytes_per_key); exit 1 "
       "if broken\n"
       "  Memtables are sorted by their column family's comparator: --db "
       "reads it\n"
       "  from the DB's OPTIONS file, --comparator names one for all (e.g.\n"
       "  rocksdb.ReverseBytewiseComparator); with neither, bytewise is "
       "assumed\n"
-      "  and a list not sorted that way is reported, order unchecked.\n");
-  return 2;
+      "  and a list not sorted that way is reported, order unchecked.\n"
+      "exit status:\n"
+      "  0 success; 1 an error (verify: the pool is damaged); 2 bad usage;\n"
+      "  3 the pool is in use by another process (not read, not changed)\n");
+  return out == stderr ? kExitUsage : kExitOk;
+}
+
+// The exit status for a failed command.
+int ErrorExit(const rocksdb::Status& s) {
+  return s.IsBusy() ? kExitInUse : kExitError;
 }
 
 const char* StateName(uint32_t s) {
@@ -109,11 +125,11 @@ int Recover(std::map<std::string, std::string>& flags) {
   s = flintkv::RecoverDB(options, db, cfs, ro, &report);
   if (!s.ok()) {
     std::fprintf(stderr, "flintkv_tool recover: %s\n", s.ToString().c_str());
-    return 1;
+    return ErrorExit(s);
   }
   std::printf("recovered %s from %s: %s\n", db.c_str(), ro.pool_dir.c_str(),
               report.ToString().c_str());
-  return 0;
+  return kExitOk;
 }
 
 int Inspect(std::map<std::string, std::string>& flags, bool verify) {
@@ -124,8 +140,9 @@ int Inspect(std::map<std::string, std::string>& flags, bool verify) {
   flintkv::PoolSummary ps;
   rocksdb::Status s = flintkv::InspectPool(flags["pool_dir"], &ps, io);
   if (s.IsNotFound() || ps.path.empty()) {
-    std::fprintf(stderr, "flintkv_tool: %s\n", s.ToString().c_str());
-    return 1;
+    std::fprintf(stderr, "flintkv_tool %s: %s\n", verify ? "verify" : "inspect",
+                 s.ToString().c_str());
+    return ErrorExit(s);
   }
   if (!verify) {
     std::printf(
@@ -163,17 +180,18 @@ int Inspect(std::map<std::string, std::string>& flags, bool verify) {
   if (!s.ok()) {
     std::fprintf(stderr, "flintkv_tool %s: FAILED: %s\n",
                  verify ? "verify" : "inspect", s.ToString().c_str());
-    return 1;
+    return ErrorExit(s);
   }
   if (verify) {
     uint64_t nodes = 0;
     for (const auto& l : ps.lists) nodes += l.entries + l.uncommitted;
     std::printf(
         "pool %s OK: %zu lists, %llu nodes: sorted, acyclic, in "
-        "bounds, headers valid\n",
+        "bounds, headers valid, RocksDB entries decode and match their "
+        "per-key checksums where stored\n",
         ps.path.c_str(), ps.lists.size(), (unsigned long long)nodes);
   }
-  return 0;
+  return kExitOk;
 }
 
 }  // namespace
@@ -181,6 +199,7 @@ int Inspect(std::map<std::string, std::string>& flags, bool verify) {
 int main(int argc, char** argv) {
   if (argc < 2) return Usage();
   std::string cmd = argv[1];
+  if (cmd == "--help" || cmd == "-h" || cmd == "help") return Usage(stdout);
   std::map<std::string, std::string> flags;
   for (int i = 2; i < argc; i++) {
     std::string a = argv[i];

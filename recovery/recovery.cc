@@ -405,6 +405,13 @@ rocksdb::Status RecoverInto(
     }
     plans.push_back(std::move(p));
   }
+  // A damaged entry (bit rot: a per-key checksum that does not match)
+  // fails the recovery before anything is written (replay::CheckList).
+  for (const ListPlan& p : plans) {
+    rocksdb::Status cs = replay::CheckList(
+        pool, p.list, db->GetOptions(p.cf).memtable_protection_bytes_per_key);
+    if (!cs.ok()) return fail(cs);
+  }
   r->triage_seconds = Seconds(start);
   // The SST path is tested with block-based tables only; any other table
   // format (PlainTable, CuckooTable) takes the memtable path.

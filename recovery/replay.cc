@@ -6,7 +6,9 @@
 #include <utility>
 
 #include "memtable/coding.h"
+#include "memtable/rocksdb/status_convert.h"
 #include "recovery/internal_key_cmp.h"
+#include "recovery/rocksdb_entry_checksum.h"
 
 namespace flintkv {
 namespace replay {
@@ -59,7 +61,95 @@ bool DecodeEntry(const pmem::NvmNode* n, Entry* e) {
   const char* v = memtable::DecodeVarint32(k + ikey_len, end, &vlen);
   if (!v || vlen > static_cast<uint64_t>(end - v)) return false;
   e->value = rocksdb::Slice(v, vlen);
-  return true;
+  e->protection = rocksdb::Slice(v + vlen, end - (v + vlen));
+  return IsProtectionWidth(e->protection.size());
+}
+
+namespace {
+
+// A key for a message: as it is if printable, else in hex.
+std::string KeyText(const rocksdb::Slice& k) {
+  for (size_t i = 0; i < k.size(); i++) {
+    if (k[i] < 0x20 || k[i] > 0x7e) return "0x" + k.ToString(true);
+  }
+  return "'" + k.ToString() + "'";
+}
+
+}  // namespace
+
+std::string CheckEntry(const pmem::Pool& pool, const pmem::ListRoot* l,
+                       const pmem::NvmNode* n, Entry* e) {
+  std::string where = "list " + std::to_string(l->list_id) +
+                      ", node at offset " + std::to_string(pool.ToOffset(n));
+  if (!DecodeEntry(n, e)) {
+    return where + ": node is not a RocksDB memtable entry";
+  }
+  if (ChecksumMatches(e->user_key, e->value, e->type, e->seq, e->protection)) {
+    return "";
+  }
+  return where + ", key " + KeyText(e->user_key) + " (seq " +
+         std::to_string(e->seq) + "): RocksDB's per-key checksum (" +
+         std::to_string(e->protection.size()) +
+         " bytes, memtable_protection_bytes_per_key) does not match the "
+         "entry: bit rot in the pool; the entry is not used";
+}
+
+// The protection width of the first committed entry of list l, looking at
+// a few nodes only (each checked as WalkList checks it); -1 if none is
+// found or one looks damaged.
+int FirstEntryWidth(const pmem::Pool& pool, const pmem::ListRoot* l) {
+  uint64_t off = l->head.next;
+  for (int i = 0; i < 16 && off != 0; i++) {
+    if (off % pmem::kNodeAlign != 0 ||
+        !pool.InBounds(off, sizeof(pmem::NvmNode))) {
+      return -1;
+    }
+    const auto* n = pool.FromOffset<pmem::NvmNode>(off);
+    if (!n->HeaderValid() ||
+        !pool.InBounds(off, pmem::NvmNode::AllocSize(n->data_size)) ||
+        !memtable::KeyWellFormed(n)) {
+      return -1;
+    }
+    Entry e;
+    if (IsCommitted(l, n)) {
+      return DecodeEntry(n, &e) ? static_cast<int>(e.protection.size()) : -1;
+    }
+    off = n->next;
+  }
+  return -1;
+}
+
+rocksdb::Status CheckList(pmem::Pool* pool, pmem::ListRoot* l,
+                          size_t option_width) {
+  // RocksDB fixes the width when it creates a memtable: one per list.
+  const int width = FirstEntryWidth(*pool, l);
+  if (width == 0 && option_width == 0) return rocksdb::Status::OK();
+  auto chunks = ChunkRanges(pool, l->list_id);
+  std::string problem;
+  Status s = memtable::WalkList(
+      *pool, l, nullptr, &chunks,
+      [&](const pmem::NvmNode* n) {
+        Entry e;
+        if (problem.empty() && IsCommitted(l, n)) {
+          problem = CheckEntry(*pool, l, n, &e);
+          if (problem.empty() && width >= 0 &&
+              e.protection.size() != static_cast<size_t>(width)) {
+            problem = "list " + std::to_string(l->list_id) +
+                      ", node at offset " + std::to_string(pool->ToOffset(n)) +
+                      ", key " + KeyText(e.user_key) + ": " +
+                      std::to_string(e.protection.size()) +
+                      " checksum bytes where the list's first entry has " +
+                      std::to_string(width) + ": a damaged length field";
+          }
+        }
+        return memtable::WalkDecision::kKeep;
+      },
+      [](uint64_t*) {});
+  if (!s.ok()) return rocks::ToRocks(s);
+  if (!problem.empty()) {
+    return rocksdb::Status::Corruption("flintkv: " + problem);
+  }
+  return rocksdb::Status::OK();
 }
 
 std::vector<memtable::ChunkRange> ChunkRanges(const pmem::Pool* pool,
@@ -80,9 +170,8 @@ Status MinSeq(pmem::Pool* pool, pmem::ListRoot* l,
       *pool, l, cmp, &chunks,
       [&](const pmem::NvmNode* n) {
         Entry e;
-        if (n->version != pmem::kUncommittedVersion &&
-            !(l->batch_mode && n->version > l->commit_version) &&
-            DecodeEntry(n, &e) && (!*any || e.seq < *min_seq)) {
+        if (IsCommitted(l, n) && DecodeEntry(n, &e) &&
+            (!*any || e.seq < *min_seq)) {
           *min_seq = e.seq;
           *any = true;
         }

@@ -63,11 +63,43 @@ struct Entry {
   uint64_t seq;
   uint8_t type;
   rocksdb::Slice value;
+  // RocksDB's per-key checksum bytes (memtable_protection_bytes_per_key:
+  // 0, 1, 2, 4 or 8 of them), see rocksdb_entry_checksum.h.
+  rocksdb::Slice protection;
 };
 
 // varint32 ikey_len | user key | fixed64 (seq << 8 | type) | varint32 vlen
-// | value [| checksum]. False if the node does not hold such an entry.
+// | value [| checksum]. False if the node does not hold such an entry (also
+// if the bytes after the value are not a protection width). The checksum
+// is not checked here: see CheckEntry.
 bool DecodeEntry(const pmem::NvmNode* n, Entry* e);
+
+// Node n of list l decoded (into *e) and, where RocksDB stored a per-key
+// checksum, checked against it. "" if both hold, else what is wrong,
+// naming the list, the node's offset in the pool and the key. A mismatch
+// is bit rot (or a stray write) in the pool: the entry must never be
+// served or replayed as data.
+std::string CheckEntry(const pmem::Pool& pool, const pmem::ListRoot* l,
+                       const pmem::NvmNode* n, Entry* e);
+
+// True for the nodes recovery replays or filters by sequence: committed,
+// and not past the commit of a torn FlintKV batch (P3, P4). The others may
+// hold a write that never finished.
+inline bool IsCommitted(const pmem::ListRoot* l, const pmem::NvmNode* n) {
+  return n->version != pmem::kUncommittedVersion &&
+         !(l->batch_mode && n->version > l->commit_version);
+}
+
+// CheckEntry on every committed node of list l (a walk of its own, order
+// not checked), which must all have the protection width of the first.
+// Recovery runs it on every list before it writes anything, so a damaged
+// entry fails the recovery with the DB unchanged. Skipped (OK) when the
+// list's first entry carries no checksum and option_width (the column
+// family's memtable_protection_bytes_per_key in this run) is 0: there is
+// nothing to check, and the extra walk would cost ~45% of the recovery
+// time (300 MB: 1.65 s on 3.66 s).
+rocksdb::Status CheckList(pmem::Pool* pool, pmem::ListRoot* l,
+                          size_t option_width);
 
 // The chunks of a list, for the validated walker.
 std::vector<memtable::ChunkRange> ChunkRanges(const pmem::Pool* pool,

@@ -6,6 +6,7 @@
 #pragma once
 
 #include <gtest/gtest.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -190,6 +191,14 @@ inline std::string ReadFile(const std::string& path) {
   while ((n = std::fread(buf, 1, sizeof(buf), f)) > 0) out.append(buf, n);
   std::fclose(f);
   return out;
+}
+
+// Runs the shell command `cmd` with its stdout and stderr in file `out`,
+// prints what it wrote, and returns its exit status (-1: it did not exit).
+inline int RunCommand(const std::string& cmd, const std::string& out) {
+  int rc = std::system((cmd + " >" + out + " 2>&1").c_str());
+  std::fputs(ReadFile(out).c_str(), stdout);
+  return WIFEXITED(rc) ? WEXITSTATUS(rc) : -1;
 }
 
 // Writes `data` to `path` (truncating). Returns false on failure.
