@@ -1,0 +1,299 @@
+// What RocksDB operators do across a database's life, with the plain
+// factory and flintkv::OpenDB: several DBs per pool, a DB moved or copied,
+// a tool without the plugin touching the DB between a crash and recovery,
+// a failed flush at Close, options changed at run time, a pool too small.
+// Each either keeps every acknowledged write in the right DB or is refused
+// with a message that says what happened and what to run
+// (docs/rocksdb_recovery.md, "Operations"; pool_session.h S1-S4).
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <string>
+
+#include "flintkv/recovery.h"
+#include "flintkv/rocksdb_memtable.h"
+#include "rocksdb/db.h"
+#include "rocksdb/env.h"
+#include "tests/rocksdb_scenario.h"
+
+namespace flintkv {
+namespace {
+
+using test::BaseOptions;
+using test::Check;
+using test::DbDir;
+using test::Die;
+using test::Key;
+using test::PlainOptions;
+using test::PoolDir;
+using test::Register;
+using test::Ro;
+using test::RunChild;
+
+// 300 WAL-less puts k000000..k000299 = "a<key>", then SIGKILL.
+void CrashWithPuts(const std::string& dir, const std::string& prefix) {
+  rocksdb::DB* db = nullptr;
+  Check(rocksdb::DB::Open(PlainOptions(dir), DbDir(dir), &db), "open");
+  rocksdb::WriteOptions wo;
+  wo.disableWAL = true;
+  for (int i = 0; i < 300; i++) {
+    Check(db->Put(wo, Key(i), prefix + Key(i)), "put");
+  }
+  Die();
+}
+
+// Two DBs that share one pool_dir (DB dirs <dir>/db and <dir>/other/db).
+Register r1("crash_a", [](const std::string& d) { CrashWithPuts(d, "a"); });
+Register r2("crash_k_old", [](const std::string& d) {
+  rocksdb::DB* db = nullptr;
+  Check(rocksdb::DB::Open(PlainOptions(d), DbDir(d), &db), "open");
+  rocksdb::WriteOptions wo;
+  wo.disableWAL = true;
+  Check(db->Put(wo, "base", "flushed"), "put");
+  Check(db->Flush(rocksdb::FlushOptions()), "flush");
+  Check(db->Put(wo, "k", "old"), "put");
+  Die();
+});
+
+const int kChild = test::RunScenarioIfChild();
+
+class OperationsTest : public test::ScenarioTest {
+ protected:
+  rocksdb::Status Recover(const std::string& db_dir, RecoveryOptions ro) {
+    return RecoverDB(BaseOptions(), db_dir, {}, ro, nullptr);
+  }
+  rocksdb::DB* OpenStock(const std::string& db_dir) {
+    rocksdb::DB* db = nullptr;
+    rocksdb::Status s = rocksdb::DB::Open(BaseOptions(), db_dir, &db);
+    EXPECT_TRUE(s.ok()) << s.ToString();
+    return db;
+  }
+  static bool Has(const rocksdb::Status& s, const std::string& what) {
+    return s.ToString().find(what) != std::string::npos;
+  }
+};
+
+// Item 1 (S1): a second DB on a pool that serves an open DB is refused at
+// DB::Open, naming pool_dir, with either way of opening.
+TEST_F(OperationsTest, SecondDbOnOnePoolRefusedAtOpen) {
+  rocksdb::Options o = PlainOptions(dir_);
+  rocksdb::DB* a = nullptr;
+  ASSERT_TRUE(rocksdb::DB::Open(o, DbDir(dir_), &a).ok());
+  rocksdb::DB* b = nullptr;
+  rocksdb::Status s = rocksdb::DB::Open(o, dir_ + "/b", &b);  // one factory
+  EXPECT_FALSE(s.ok());
+  EXPECT_TRUE(Has(s, "pool_dir")) << s.ToString();
+  delete b;
+  b = nullptr;
+  s = rocksdb::DB::Open(PlainOptions(dir_), dir_ + "/b", &b);  // its own
+  EXPECT_FALSE(s.ok()) << "a second factory on the same pool_dir";
+  delete b;
+  b = nullptr;
+  std::vector<rocksdb::ColumnFamilyHandle*> h;
+  s = OpenDB(BaseOptions(), dir_ + "/c",
+             {{rocksdb::kDefaultColumnFamilyName, BaseOptions()}}, &h, &b,
+             Ro(dir_));
+  EXPECT_FALSE(s.ok()) << "OpenDB on a pool in use";
+  delete b;
+  // Once the first DB is closed, the pool serves another.
+  delete a;
+  ASSERT_TRUE(rocksdb::DB::Open(o, dir_ + "/b", &b).ok());
+  delete b;
+}
+
+// Item 1 (S3): lists left by DB A are never replayed into DB B that names
+// the same pool; A recovers them all.
+TEST_F(OperationsTest, ListsOfAnotherDbAreNotReplayed) {
+  const std::string other = dir_ + "/other";
+  ASSERT_EQ(std::system(("mkdir -p " + other).c_str()), 0);
+  // DB B exists and has been used with FlintKV on the same pool.
+  {
+    rocksdb::Options o = BaseOptions();
+    o.memtable_factory = test::Factory(dir_);  // pool <dir>/pool
+    rocksdb::DB* b = nullptr;
+    ASSERT_TRUE(rocksdb::DB::Open(o, DbDir(other), &b).ok());
+    rocksdb::WriteOptions wo;
+    wo.disableWAL = true;  // Close flushes: nothing left in the pool
+    ASSERT_TRUE(b->Put(wo, "b-only", "1").ok());
+    delete b;
+  }
+  ASSERT_NO_FATAL_FAILURE(RunChild("crash_a", dir_));  // DB A, same pool
+  rocksdb::Status s = Recover(DbDir(other), Ro(dir_));
+  ASSERT_FALSE(s.ok()) << "A's memtables replayed into B";
+  EXPECT_TRUE(Has(s, "not " + DbDir(other) + "'s")) << s.ToString();
+  rocksdb::DB* b = OpenStock(DbDir(other));
+  ASSERT_NE(b, nullptr);
+  EXPECT_EQ(Get(b, Key(7)), "<NotFound: >");
+  EXPECT_EQ(Get(b, "b-only"), "1");
+  delete b;
+  ASSERT_TRUE(Recover(DbDir(dir_), Ro(dir_)).ok());
+  rocksdb::DB* a = OpenStock(DbDir(dir_));
+  ASSERT_NE(a, nullptr);
+  for (int i = 0; i < 300; i++) ASSERT_EQ(Get(a, Key(i)), "a" + Key(i)) << i;
+  delete a;
+}
+
+// Item 2: a write by a tool without the plugin after the crash is not
+// silently undone: recovery refuses, changing nothing, and names the
+// override; the override replays the pool as documented.
+TEST_F(OperationsTest, ForeignWriteAfterCrashIsNotReverted) {
+  ASSERT_NO_FATAL_FAILURE(RunChild("crash_k_old", dir_));
+  {
+    rocksdb::DB* db = OpenStock(DbDir(dir_));  // stock ldb put k new
+    ASSERT_NE(db, nullptr);
+    ASSERT_TRUE(db->Put(rocksdb::WriteOptions(), "k", "new").ok());
+    delete db;
+  }
+  rocksdb::Status s = Recover(DbDir(dir_), Ro(dir_));
+  ASSERT_FALSE(s.ok()) << "recovery replayed over a foreign write";
+  EXPECT_TRUE(Has(s, "without FlintKV")) << s.ToString();
+  EXPECT_TRUE(Has(s, "allow_foreign_open")) << s.ToString();
+  rocksdb::DB* db = OpenStock(DbDir(dir_));
+  ASSERT_NE(db, nullptr);
+  EXPECT_EQ(Get(db, "k"), "new");
+  delete db;
+  // The pool still holds the list: the plain factory still refuses.
+  db = nullptr;
+  s = rocksdb::DB::Open(PlainOptions(dir_), DbDir(dir_), &db);
+  EXPECT_FALSE(s.ok());
+  delete db;
+}
+
+// Item 3 is ReviewTest.FailedCloseFlushKeepsAcknowledgedWrites.
+
+// Item 4: avoid_flush_during_shutdown set at run time (no factory hook
+// sees it) keeps the unflushed memtable in the pool; the next open asks
+// for recovery, which brings the write back.
+TEST_F(OperationsTest, AvoidFlushSetAtRunTimeKeepsWrites) {
+  {
+    rocksdb::DB* db = nullptr;
+    ASSERT_TRUE(rocksdb::DB::Open(PlainOptions(dir_), DbDir(dir_), &db).ok());
+    ASSERT_TRUE(
+        db->SetDBOptions({{"avoid_flush_during_shutdown", "true"}}).ok());
+    rocksdb::WriteOptions wo;
+    wo.disableWAL = true;
+    ASSERT_TRUE(db->Put(wo, "k", "acked").ok());
+    ASSERT_TRUE(db->Close().ok());
+    delete db;
+  }
+  rocksdb::DB* db = nullptr;
+  rocksdb::Status s = rocksdb::DB::Open(PlainOptions(dir_), DbDir(dir_), &db);
+  ASSERT_FALSE(s.ok()) << "opened over an unrecovered memtable";
+  EXPECT_TRUE(Has(s, "flintkv_tool recover")) << s.ToString();
+  delete db;
+  ASSERT_TRUE(Recover(DbDir(dir_), Ro(dir_)).ok());
+  db = OpenStock(DbDir(dir_));
+  ASSERT_NE(db, nullptr);
+  EXPECT_EQ(Get(db, "k"), "acked");
+  delete db;
+}
+
+// Item 6: a DB and its pool copied elsewhere recover from the pool named
+// on the command line; the pool_dir the copied OPTIONS file names is
+// neither opened nor created.
+TEST_F(OperationsTest, CopiedDbRecoversFromNamedPoolOnly) {
+  ASSERT_NO_FATAL_FAILURE(RunChild("crash_a", dir_));
+  const std::string copy = dir_ + "/copy";
+  ASSERT_EQ(
+      std::system(("mkdir -p " + copy + " && cp -a " + DbDir(dir_) + " " +
+                   PoolDir(dir_) + " " + copy + "/ && rm -rf " + PoolDir(dir_))
+                      .c_str()),
+      0);
+  RecoveryOptions ro = Ro(dir_);
+  ro.pool_dir = PoolDir(copy);
+  rocksdb::Status s = Recover(DbDir(copy), ro);
+  ASSERT_TRUE(s.ok()) << s.ToString();
+  EXPECT_NE(access(PoolDir(dir_).c_str(), F_OK), 0)
+      << "recovery created the stale pool_dir of the OPTIONS file";
+  rocksdb::DB* db = OpenStock(DbDir(copy));
+  ASSERT_NE(db, nullptr);
+  for (int i = 0; i < 300; i++) ASSERT_EQ(Get(db, Key(i)), "a" + Key(i)) << i;
+  delete db;
+}
+
+// Item 6: recovery from a pool_dir that holds no pool says so and creates
+// none (a mistyped or stale path must not get a fresh, empty pool).
+TEST_F(OperationsTest, RecoveryNeverCreatesAPool) {
+  ASSERT_EQ(std::system(("mkdir -p " + dir_).c_str()), 0);
+  rocksdb::DB* db = nullptr;
+  rocksdb::Options o = BaseOptions();
+  ASSERT_TRUE(rocksdb::DB::Open(o, DbDir(dir_), &db).ok());
+  delete db;
+  rocksdb::Status s = Recover(DbDir(dir_), Ro(dir_));
+  EXPECT_TRUE(s.IsNotFound()) << s.ToString();
+  EXPECT_NE(access(PoolDir(dir_).c_str(), F_OK), 0);
+}
+
+// Item 7: the Open-time size check, the reserve and the pressure threshold
+// are one rule (SpaceRule): a pool too small is refused at Open with the
+// numbers; a configuration that passes Open survives filling the pool many
+// times over (RocksDB asserts if a new memtable asks for a flush).
+TEST_F(OperationsTest, PoolSpaceIsOneRule) {
+  MemTableOptions mo;
+  mo.pool_dir = PoolDir(dir_);
+  mo.pool_size = 16ull << 20;
+  std::shared_ptr<rocksdb::MemTableRepFactory> f;
+  ASSERT_TRUE(NewMemTableRepFactory(mo, &f).ok());
+  rocksdb::Options o = BaseOptions();
+  o.memtable_factory = f;
+  o.write_buffer_size = 1 << 20;
+  rocksdb::DB* db = nullptr;
+  rocksdb::Status s = rocksdb::DB::Open(o, DbDir(dir_), &db);
+  ASSERT_FALSE(s.ok()) << "16 MiB pool with 1 MiB chunks passed Open";
+  EXPECT_TRUE(Has(s, "too small")) << s.ToString();
+  EXPECT_TRUE(Has(s, "at least")) << s.ToString();
+  delete db;
+  f.reset();
+  // The smallest pool the rule allows for the same options.
+  std::system(("rm -rf " + PoolDir(dir_)).c_str());
+  mo.pool_dir = PoolDir(dir_) + "2";
+  mo.pool_size = 24ull << 20;  // 3 x 1 MiB memtables + 2 x 8 MiB reserve
+  ASSERT_TRUE(NewMemTableRepFactory(mo, &f).ok());
+  o.memtable_factory = f;
+  db = nullptr;
+  s = rocksdb::DB::Open(o, DbDir(dir_), &db);
+  ASSERT_TRUE(s.ok()) << s.ToString();
+  rocksdb::WriteOptions wo;
+  wo.disableWAL = true;
+  const std::string v(1000, 'v');
+  for (int i = 0; i < 40000; i++) {  // ~40 MB through a 24 MiB pool
+    ASSERT_TRUE(db->Put(wo, Key(i % 5000), v).ok()) << i;
+  }
+  EXPECT_EQ(Get(db, Key(4999)), v);
+  delete db;
+}
+
+// With the WAL on and wal_logged unset, a Close that does not flush keeps
+// the memtables (the pool cannot tell WAL-logged writes from WAL-less
+// ones): the next open asks for recovery, which is exact. With wal_logged
+// declared, Close and reopen need nothing (DropinTest.WalOnReopens...).
+TEST_F(OperationsTest, WalOnCloseKeepsListsUnlessDeclared) {
+  {
+    rocksdb::DB* db = nullptr;
+    ASSERT_TRUE(rocksdb::DB::Open(PlainOptions(dir_), DbDir(dir_), &db).ok());
+    ASSERT_TRUE(db->Put(rocksdb::WriteOptions(), "k", "wal").ok());
+    delete db;
+  }
+  rocksdb::DB* db = nullptr;
+  rocksdb::Status s = rocksdb::DB::Open(PlainOptions(dir_), DbDir(dir_), &db);
+  ASSERT_FALSE(s.ok());
+  EXPECT_TRUE(Has(s, "flintkv_tool recover")) << s.ToString();
+  delete db;
+  ASSERT_TRUE(Recover(DbDir(dir_), Ro(dir_)).ok());
+  db = nullptr;
+  ASSERT_TRUE(rocksdb::DB::Open(PlainOptions(dir_), DbDir(dir_), &db).ok());
+  EXPECT_EQ(Get(db, "k"), "wal");
+  // Memtables RocksDB fills from the WAL at that open (and flushes there)
+  // are not kept: the close after a WAL-less write leaves nothing.
+  rocksdb::WriteOptions wo;
+  wo.disableWAL = true;
+  ASSERT_TRUE(db->Put(wo, "k2", "x").ok());
+  delete db;
+  db = nullptr;
+  ASSERT_TRUE(rocksdb::DB::Open(PlainOptions(dir_), DbDir(dir_), &db).ok());
+  EXPECT_EQ(Get(db, "k2"), "x");
+  delete db;
+}
+
+}  // namespace
+}  // namespace flintkv
