@@ -68,6 +68,10 @@ class OperationsTest : public test::ScenarioTest {
     EXPECT_TRUE(s.ok()) << s.ToString();
     return db;
   }
+  int Tool(const std::string& args) {
+    return test::RunCommand(std::string(FLINTKV_TOOL) + " " + args,
+                            dir_ + ".tool_out");
+  }
   static bool Has(const rocksdb::Status& s, const std::string& what) {
     return s.ToString().find(what) != std::string::npos;
   }
@@ -199,10 +203,10 @@ TEST_F(OperationsTest, CopiedDbRecoversFromNamedPoolOnly) {
                    PoolDir(dir_) + " " + copy + "/ && rm -rf " + PoolDir(dir_))
                       .c_str()),
       0);
-  RecoveryOptions ro = Ro(dir_);
-  ro.pool_dir = PoolDir(copy);
-  rocksdb::Status s = Recover(DbDir(copy), ro);
-  ASSERT_TRUE(s.ok()) << s.ToString();
+  // The tool loads the copy's OPTIONS file, which names the old pool_dir.
+  ASSERT_EQ(Tool("recover --db=" + DbDir(copy) + " --pool_dir=" +
+                 PoolDir(copy)),
+            0);
   EXPECT_NE(access(PoolDir(dir_).c_str(), F_OK), 0)
       << "recovery created the stale pool_dir of the OPTIONS file";
   rocksdb::DB* db = OpenStock(DbDir(copy));
@@ -215,10 +219,20 @@ TEST_F(OperationsTest, CopiedDbRecoversFromNamedPoolOnly) {
 // none (a mistyped or stale path must not get a fresh, empty pool).
 TEST_F(OperationsTest, RecoveryNeverCreatesAPool) {
   ASSERT_EQ(std::system(("mkdir -p " + dir_).c_str()), 0);
-  rocksdb::DB* db = nullptr;
-  rocksdb::Options o = BaseOptions();
-  ASSERT_TRUE(rocksdb::DB::Open(o, DbDir(dir_), &db).ok());
-  delete db;
+  {  // The DB's OPTIONS file names <dir>/pool, which then goes away.
+    rocksdb::DB* db = nullptr;
+    ASSERT_TRUE(rocksdb::DB::Open(PlainOptions(dir_), DbDir(dir_), &db).ok());
+    rocksdb::WriteOptions wo;
+    wo.disableWAL = true;
+    ASSERT_TRUE(db->Put(wo, "k", "v").ok());
+    delete db;
+  }
+  ASSERT_EQ(std::system(("rm -rf " + PoolDir(dir_)).c_str()), 0);
+  const std::string typo = dir_ + "/no_such_pool";
+  EXPECT_EQ(Tool("recover --db=" + DbDir(dir_) + " --pool_dir=" + typo), 1);
+  EXPECT_NE(access(typo.c_str(), F_OK), 0) << "recovery created a pool";
+  EXPECT_NE(access(PoolDir(dir_).c_str(), F_OK), 0)
+      << "recovery created the OPTIONS file's stale pool";
   rocksdb::Status s = Recover(DbDir(dir_), Ro(dir_));
   EXPECT_TRUE(s.IsNotFound()) << s.ToString();
   EXPECT_NE(access(PoolDir(dir_).c_str(), F_OK), 0);
