@@ -105,7 +105,8 @@ struct RecoveryReport {
 
 // Replays the leftover memtables of options.pool_dir into db, which must
 // have been opened with the flintkv factory on that pool_dir after
-// BeginRecovery(pool_dir) (or through OpenDB/RecoverDB, which do it), and
+// BeginRecovery(db_path, options) (or through OpenDB/RecoverDB, which do
+// it), and
 // must not have taken writes since; open it with disable_auto_compactions
 // (re-enable with SetOptions afterwards) so that no compaction zeroes the
 // SST sequence numbers that tell which memtables were already flushed.
