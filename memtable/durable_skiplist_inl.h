@@ -240,6 +240,7 @@ Status DurableSkipList<P>::Insert(pmem::NvmNode* node, InsertResult* result,
     Bump(slot, &SlotStats::retries);
   }
   CountSuperseded(slot, adv);
+  P::OnBeforePromote(adv.inode);  // test seam; empty in production
   Promote(&adv);
   if (global) P::FullFence();  // as the combiner does after its lock
   Bump(slot, &SlotStats::ops);

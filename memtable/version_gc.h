@@ -35,6 +35,10 @@
 //      marked first, so no level links a node after an unlinked one; the
 //      combiner's validation (pred->next_[0] == succ) fails on a marked
 //      pred, so no level-0 link is made to or from an unlinked node.
+//  G4 (DRAM) a node is retired only once no level links it: a Promote may
+//      link a new node before it at any time, so UnlinkUpper validates the
+//      predecessor its walk found with the CAS itself and searches again on
+//      failure (never a second read of that pointer).
 //  P14 free space is never persisted: recovery derives it as the chunk
 //      bytes no reachable node occupies (NodeArena::AdoptChunks), so no
 //      crash leaves free-space metadata that disagrees with the list.

@@ -66,6 +66,13 @@ struct PmemPersist {
   // Test seams of the crash simulator (SimPersist); nothing here.
   static void OnAdvertise() {}
   static void OnPassStart() {}
+  // Test seams of the GC race test (tests/gc_race_concurrency_test.cc):
+  // OnBeforePromote(node) runs in Insert between a node's level-0 link and
+  // its Promote; OnGcPredFound(node, level) in the version GC between
+  // finding a node's predecessor at `level` and unlinking it there. Empty
+  // here (and in NoPersist, SimPersist): they compile to nothing.
+  static void OnBeforePromote(const void*) {}
+  static void OnGcPredFound(const void*, int) {}
   static constexpr bool kDurable = true;
   static void Flush(const void* p, size_t n) {
     pmem_flush(p, n);
@@ -103,6 +110,8 @@ struct NoPersist {
   // Test seams of the crash simulator (SimPersist); nothing here.
   static void OnAdvertise() {}
   static void OnPassStart() {}
+  static void OnBeforePromote(const void*) {}  // GC race seams: nothing
+  static void OnGcPredFound(const void*, int) {}
   static constexpr bool kDurable = false;
   static void Flush(const void*, size_t) {}
   static void Fence() {}

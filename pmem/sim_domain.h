@@ -251,6 +251,8 @@ extern std::atomic<int> g_sim_fault;
 // DurableSkipList in tests).
 struct SimPersist {
   static constexpr bool kDurable = true;
+  static void OnBeforePromote(const void*) {}  // GC race seams: nothing
+  static void OnGcPredFound(const void*, int) {}
   static void Flush(const void* p, size_t n) {
     if (SimDomain* d = SimDomain::Current()) d->Flush(p, n);
   }

@@ -1,0 +1,163 @@
+// The version GC's upper-level unlink against a concurrent Promote (issue 21
+// item 1), made deterministic by the persistence policy's race seams
+// (pmem/persist.h: OnBeforePromote, OnGcPredFound; empty in production).
+//
+// A key has versions A (oldest) and B; a writer links a newer version N at
+// level 0 and stops before its Promote. The GC collects A and B. When its
+// walk has found B's predecessor x at level 1, the writer runs Promote,
+// which links N between x and B (N's cached successor at level 1 is B), and
+// returns. The old GC re-read x's pointer, saw N instead of B, concluded "B
+// is not linked" and retired B while N still pointed to it (then freed it:
+// a use-after-free, or a later unlink spinning forever). Invariant G4
+// (docs/invariants.md): the walk's predecessor is only a candidate, the CAS
+// validates it, and B is unlinked from every level before it is retired.
+// Labelled 'concurrency' (TSAN) and run under ASAN like every test.
+#include <gtest/gtest.h>
+
+#include <condition_variable>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+
+#include "memtable/durable_skiplist.h"
+#include "memtable/reclaim.h"
+#include "memtable/version_gc.h"
+#include "pmem/pool.h"
+#include "tests/node_builder.h"
+#include "tests/test_util.h"
+
+namespace flintkv {
+namespace {
+
+// No persistence; the two race seams forward to the test's callbacks (set
+// only while no other thread runs).
+struct RacePersist : pmem::NoPersist {
+  static inline std::function<void(const void*)> before_promote;
+  static inline std::function<void(const void*, int)> gc_pred_found;
+  static void OnBeforePromote(const void* node) {
+    if (before_promote) before_promote(node);
+  }
+  static void OnGcPredFound(const void* node, int level) {
+    if (gc_pred_found) gc_pred_found(node, level);
+  }
+};
+
+using List = memtable::DurableSkipList<RacePersist>;
+using Gc = memtable::VersionGc<RacePersist>;
+using memtable::IndexNode;
+
+class GcRaceTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    ASSERT_TRUE(
+        pmem::Pool::Open(test::QuietPoolOptions(tmp_.path()), &pool_).ok());
+    pmem::ListRoot* root;
+    ASSERT_TRUE(pool_->CreateList(pmem::kListStandalone, &root).ok());
+    memtable::SkipListOptions o;
+    o.chunk_size = 64 << 10;
+    o.reclaim_space = true;
+    list_ = std::make_unique<List>(&cmp_, pool_.get(), root, o);
+    rec_ = std::make_unique<memtable::Reclaimer>(list_->visible_version_word());
+    gc_ = std::make_unique<Gc>(list_.get(), rec_.get());
+  }
+  void TearDown() override {
+    RacePersist::before_promote = nullptr;
+    RacePersist::gc_pred_found = nullptr;
+    gc_.reset();
+    list_.reset();
+  }
+  // The node a Put linked: the newest version of key.
+  const IndexNode* Put(const std::string& key, const std::string& value) {
+    memtable::Reclaimer::Guard g(rec_.get(), false);
+    pmem::NvmNode* n = nullptr;
+    EXPECT_TRUE(test::BuildNode(list_.get(), key, value, 0, &n).ok());
+    EXPECT_TRUE(list_->Insert(n).ok());
+    const std::string pk = test::PrefixKey(key);
+    return list_->Find(pk.data(), list_->VisibleVersion());
+  }
+  test::TempPool tmp_;
+  memtable::BytewiseKeyComparator cmp_;
+  std::unique_ptr<pmem::Pool> pool_;
+  std::unique_ptr<List> list_;
+  std::unique_ptr<memtable::Reclaimer> rec_;
+  std::unique_ptr<Gc> gc_;
+};
+
+// Deterministic: the writer and the GC take turns at the two seams. Node
+// heights are random, so keys are tried until B and N reach level 1 and A
+// does not (an A linked at level 1 behind a B left linked would make the
+// old GC spin forever instead of failing the check).
+TEST_F(GcRaceTest, PromoteBeforeUnlinkedNodeKeepsItLinkedNoMore) {
+  bool raced = false;
+  for (int attempt = 0; attempt < 2000 && !raced; attempt++) {
+    char key[16];
+    std::snprintf(key, sizeof(key), "k%05d", attempt);
+    const IndexNode* a = Put(key, "a");
+    const IndexNode* b = Put(key, "b");
+    if (a->height != 1 || b->height < 2) continue;
+    std::mutex mu;
+    std::condition_variable cv;
+    const IndexNode* n = nullptr;  // the writer's node, linked at level 0
+    bool go = false, done = false;
+    RacePersist::before_promote = [&](const void* node) {
+      std::unique_lock<std::mutex> l(mu);
+      n = static_cast<const IndexNode*>(node);
+      cv.notify_all();
+      cv.wait(l, [&] { return go; });
+    };
+    std::thread writer([&] {
+      Put(key, "n");
+      std::lock_guard<std::mutex> l(mu);
+      done = true;
+      cv.notify_all();
+    });
+    {
+      std::unique_lock<std::mutex> l(mu);
+      cv.wait(l, [&] { return n != nullptr; });
+    }
+    RacePersist::before_promote = nullptr;  // the writer is past it
+    auto release_writer = [&] {
+      std::unique_lock<std::mutex> l(mu);
+      go = true;
+      cv.notify_all();
+      cv.wait(l, [&] { return done; });
+    };
+    if (n->height < 2) {  // N must be promoted to level 1
+      release_writer();
+      writer.join();
+      continue;
+    }
+    // The GC has found B's level-1 predecessor x: now N's Promote links N
+    // between x and B, and the writer returns.
+    bool fired = false;
+    RacePersist::gc_pred_found = [&](const void* r, int level) {
+      if (r != b || level != 1 || fired) return;
+      fired = true;
+      release_writer();
+    };
+    const uint64_t unlinked = gc_->RunPass();
+    RacePersist::gc_pred_found = nullptr;
+    writer.join();
+    ASSERT_TRUE(fired) << "the GC never looked for B at level 1";
+    raced = true;
+    // B (and A) were unlinked and freed (no reader holds them): N, now
+    // linked at every level, must not lead to B at any.
+    EXPECT_GE(unlinked, 2u);
+    EXPECT_GE(gc_->Stats().freed, 2u);
+    for (int l = 0; l < n->height; l++) {
+      ASSERT_NE(n->Next(l), b) << "level " << l << " still links B (freed)";
+    }
+    const std::string pk = test::PrefixKey(key);
+    const IndexNode* f = list_->Find(pk.data(), list_->VisibleVersion());
+    EXPECT_EQ(f, n);
+    // Versions older than N are gone from the list: Find at B's version
+    // finds nothing of this key.
+    EXPECT_EQ(list_->Find(pk.data(), n->Version() - 1), nullptr);
+  }
+  ASSERT_TRUE(raced) << "no key got the node heights the race needs";
+}
+
+}  // namespace
+}  // namespace flintkv
