@@ -14,13 +14,19 @@
 // Labelled 'concurrency' (TSAN) and run under ASAN like every test.
 #include <gtest/gtest.h>
 
+#include <atomic>
+#include <chrono>
 #include <condition_variable>
+#include <cstdio>
+#include <cstdlib>
 #include <functional>
 #include <memory>
 #include <mutex>
 #include <string>
 #include <thread>
+#include <vector>
 
+#include "flintkv/store.h"
 #include "memtable/durable_skiplist.h"
 #include "memtable/reclaim.h"
 #include "memtable/version_gc.h"
@@ -157,6 +163,95 @@ TEST_F(GcRaceTest, PromoteBeforeUnlinkedNodeKeepsItLinkedNoMore) {
     EXPECT_EQ(list_->Find(pk.data(), n->Version() - 1), nullptr);
   }
   ASSERT_TRUE(raced) << "no key got the node heights the race needs";
+}
+
+// The same race at full speed: writers overwrite a few keys (so every
+// Promote lands next to the versions the GC unlinks) while a thread runs
+// GC passes back to back; readers check every value. A few seconds by
+// default; scripts/gc_stress.sh runs it for longer (under TSAN), through
+// FLINTKV_GC_STRESS_SECONDS. A hang (a GC spinning under the combiner
+// lock) shows as writers making no progress: the test then aborts.
+TEST(GcStressTest, WritersOnFewKeysGcInTightLoop) {
+  const char* env = std::getenv("FLINTKV_GC_STRESS_SECONDS");
+  const int seconds = env && *env ? std::atoi(env) : 2;
+  constexpr int kWriters = 3, kReaders = 1, kKeys = 4;
+  test::TempPool pool;
+  StoreOptions o = test::QuietStoreOptions(pool.path(), 32ull << 20, 64 << 10);
+  o.gc_interval_ms = 0;  // passes only from the loop below
+  o.gc_nodes_per_hold = 4;
+  std::unique_ptr<Store> store;
+  ASSERT_TRUE(Store::Open(o, &store).ok());
+  auto key = [](int k) { return "key" + std::to_string(k); };
+  auto value = [](int w, uint64_t c) {
+    return "w" + std::to_string(w) + ":" + std::to_string(c) + "|" +
+           std::string(8 + c % 64, 'v');
+  };
+  std::atomic<bool> stop{false};
+  std::atomic<uint64_t> writes{0}, passes{0}, bad{0};
+  std::vector<std::thread> th;
+  for (int w = 0; w < kWriters; w++) {
+    th.emplace_back([&, w] {
+      for (uint64_t c = 0; !stop.load(std::memory_order_relaxed); c++) {
+        WriteOptions wo;
+        wo.sync = c % 3 != 0;  // some weak writes: the GC drains them
+        if (!store->Put(wo, key(static_cast<int>((c + w) % kKeys)), value(w, c))
+                 .ok()) {
+          bad.fetch_add(1);
+        }
+        writes.fetch_add(1, std::memory_order_relaxed);
+      }
+    });
+  }
+  for (int r = 0; r < kReaders; r++) {
+    th.emplace_back([&] {
+      std::string v;
+      for (uint64_t c = 0; !stop.load(std::memory_order_relaxed); c++) {
+        Status st = store->Get(key(static_cast<int>(c % kKeys)), &v);
+        if (st.IsNotFound()) continue;
+        size_t bar = v.find('|');
+        if (!st.ok() || v.empty() || v[0] != 'w' || bar == std::string::npos ||
+            v.size() - bar - 1 < 8) {
+          bad.fetch_add(1);
+        }
+      }
+    });
+  }
+  th.emplace_back([&] {
+    while (!stop.load(std::memory_order_relaxed)) {
+      if (!store->GarbageCollect().ok()) bad.fetch_add(1);
+      passes.fetch_add(1, std::memory_order_relaxed);
+    }
+  });
+  const auto end =
+      std::chrono::steady_clock::now() + std::chrono::seconds(seconds);
+  uint64_t last = 0;
+  int stalled = 0;
+  while (std::chrono::steady_clock::now() < end) {
+    std::this_thread::sleep_for(std::chrono::seconds(1));
+    uint64_t now = writes.load();
+    stalled = now == last ? stalled + 1 : 0;
+    last = now;
+    if (stalled >= 60) {
+      std::fprintf(stderr, "no write completed for 60 s: hang\n");
+      std::abort();
+    }
+  }
+  stop.store(true);
+  for (auto& t : th) t.join();
+  StoreStats st = store->GetStats();
+  std::printf(
+      "[gc-stress] %d s: %llu writes, %llu GC passes, %llu nodes "
+      "unlinked, %llu freed\n",
+      seconds, static_cast<unsigned long long>(writes.load()),
+      static_cast<unsigned long long>(passes.load()),
+      static_cast<unsigned long long>(st.gc_unlinked),
+      static_cast<unsigned long long>(st.gc_freed));
+  EXPECT_EQ(bad.load(), 0u);
+  EXPECT_GT(st.gc_freed, 0u);
+  for (int k = 0; k < kKeys; k++) {
+    std::string v;
+    EXPECT_TRUE(store->Get(key(k), &v).ok()) << key(k);
+  }
 }
 
 }  // namespace
