@@ -261,7 +261,9 @@ void DurableSkipList<P>::EndWeakEpoch(Slot* me) {
       // P16: this thread re-flushes every weak word (the combiners that
       // wrote them may be other threads, whose flushes our fence does not
       // drain), then fences.
-      for (const uint64_t* w : unpersisted_) P::Flush(w, sizeof(*w));
+      if (!P::Faulty(pmem::Fault::kNoWeakReflush)) {
+        for (const uint64_t* w : unpersisted_) P::Flush(w, sizeof(*w));
+      }
       CountedFence(me);
     }
     // P17: cleared only now that every version below it is durable.

@@ -45,6 +45,9 @@ enum class Fault {
                           // unlink is durable (no flush/fence)       (P12)
   kGcNoWeakDrain,         // version GC unlinks while weak writes are not yet
                    // durable (no drain first)                     (P12+P16)
+  kNoWeakReflush,  // weak drain: the thread that moves the cut fences
+                   // without re-flushing the words other threads'
+                   // combiners flushed                                (P16)
 };
 
 namespace internal {
