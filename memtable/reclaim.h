@@ -28,7 +28,8 @@
 // Thread safety: Guard and pins from any threads; Horizon/Retire/Reclaim
 // by one GC thread at a time (the caller serialises them).
 // Memory orderings: explicit below; the G1 handshake is seq_cst on both
-// sides (store-then-load in a reader against store-then-load in the GC).
+// sides (store-then-load in a reader against store-then-load in the GC:
+// the bump and the slot loads of Horizon and MinActiveGeneration alike).
 #pragma once
 
 #include <atomic>
