@@ -216,11 +216,22 @@ Status DurableSkipList<P>::Insert(pmem::NvmNode* node, InsertResult* result,
   if (options_.global_lock) global = std::unique_lock<std::mutex>(global_mu_);
   Status s = PrepareOnce(node, &adv.inode, slot);
   if (!s.ok()) return s;
+  int spins = 0;
   while (true) {
     Locate(adv.inode->key(), adv.preds, adv.succs);
     if (IsDuplicate(adv.inode, adv.succs[0])) {
       // Equal keys cannot appear between pred and succ without failing
       // validation, so a duplicate is always seen here.
+      if (adv.succs[0]->Version() > VisibleVersion()) {
+        // P2 for a duplicate answer: the equal node is linked in DRAM but
+        // its pass has not fenced and published yet (a crash may still drop
+        // it), so kDuplicate waits until it is visible, i.e. as durable as
+        // its own writer was promised (P5 after P2/P15). Only this path
+        // waits; a global-lock list never gets here (published under the
+        // lock).
+        detail::Backoff(&spins);
+        continue;
+      }
       DeleteIndexNode(adv.inode);
       if (result) *result = InsertResult::kDuplicate;
       return Status::OK();
