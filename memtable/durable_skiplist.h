@@ -13,7 +13,8 @@
 // overflow slot one at a time). Recover() must
 // run before any other call, on one thread.
 //
-// Persistence invariants (see pmem/layout.h, DESIGN.md):
+// Persistence invariants (all defined, with their tests and mutants, in
+// docs/invariants.md):
 //  P1 a node's header, key and value, and its successor pointer, are durable
 //     before any persistent pointer to it is (prepare's PERSIST_RANGE).
 //  P2 when a sync Insert returns, the node is durable and reachable from

@@ -27,7 +27,7 @@
 // then frees (Reclaimer::Reclaim) what no reader can hold: the index node
 // to malloc, the NvmNode's bytes to the arena's free extents.
 //
-// Persistence invariants (pmem/layout.h, docs/nvm_layout.md):
+// Invariants (docs/invariants.md lists every one with its tests):
 //  P12 a node's PMEM is reused only after the pointer that unlinked it is
 //      durable: no durable pointer reachable from the head ever leads to
 //      reused bytes. (Fault::kGcUnlinkNotPersisted breaks it.)
