@@ -95,11 +95,12 @@ struct PmemPersist {
   // by the global-lock baseline; orders CLWB on Intel and AMD alike.
   static void FullFence() { _mm_mfence(); }
   // Releases a spin lock (stores false) with one locked exchange: Alg. 1
-  // line 40's full fence, kept from the paper (one locked instruction per
-  // combining pass, never per put). Durability does NOT rest on it (see
-  // "Fences" in docs/invariants.md): every path that acknowledges a write as
-  // durable has already issued Fence() (pmem_drain, an SFENCE) after its
-  // flushes, and that SFENCE is what orders the write-backs:
+  // line 40's full fence, kept from the paper (one locked instruction in
+  // place of the release store, once per pass). Durability does NOT rest
+  // on it (see "Fences" in docs/invariants.md): every path that
+  // acknowledges a write as durable has already issued Fence() (pmem_drain,
+  // an SFENCE) after its flushes, and that SFENCE is what orders the
+  // write-backs:
   //  - Intel SDM Vol. 2A, CLWB: "Executions of the CLWB instruction are
   //    ordered with respect to fence instructions and to locked
   //    read-modify-write instructions"; SFENCE (Vol. 2B): every store before
