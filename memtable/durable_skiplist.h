@@ -13,15 +13,19 @@
 // overflow slot one at a time). Recover() must
 // run before any other call, on one thread.
 //
-// Persistence invariants (see pmem/layout.h, DESIGN.md):
+// Persistence invariants (all defined, with their tests and mutants, in
+// docs/invariants.md):
 //  P1 a node's header, key and value, and its successor pointer, are durable
 //     before any persistent pointer to it is (prepare's PERSIST_RANGE).
 //  P2 when a sync Insert returns, the node is durable and reachable from
 //     the head (per-put: the combiner flushes the predecessor pointer and
-//     the version, then fences once; a combiner returning its own put waits
-//     for that fence at the locked release of the combiner lock, Alg. 1
-//     line 40; a served waiter sees Success only after it; group commit:
-//     P15).
+//     the version, then fences once, an SFENCE, before it publishes
+//     visible_version or sets any status; group commit: P15). The SFENCE
+//     orders the write-backs before every later store of the combiner
+//     (Intel SDM and AMD APM, quoted in pmem/persist.h), so neither a waiter
+//     nor the combiner's own caller can observe the acknowledgment first.
+//     The locked release of the combiner lock (Alg. 1 line 40) is not what
+//     makes it durable: on AMD a locked instruction does not order CLWB.
 //  P3 a batch is all-or-nothing after a crash: commit_version is durable
 //     before batch_mode=1, every node of the batch is linked durably before
 //     batch_mode=0, and recovery rolls back versions > commit_version while

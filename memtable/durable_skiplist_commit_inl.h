@@ -31,11 +31,11 @@ int DurableSkipList<P>::Attach(Slot* slot) {
       CombineAll(slot);
       Bump(slot, &SlotStats::crit_ticks, Ticks() - t0);
       if (slot->sync) {
-        // Alg. 1 lines 39-40 (P2, P15): our own strong write is durable
-        // before we return, not only ordered before our later stores; the
-        // release is a locked exchange, which is the MFENCE
-        // (pmem/persist.h). Waiters need no more: they are released by a
-        // store after the pass's fence. (Weak writes wait for no fence, P16.)
+        // Alg. 1 lines 39-40 (P2, P15): our own strong write was fenced
+        // (SFENCE) in the pass, before any acknowledgment; that fence makes
+        // it durable before any later store of ours is visible. The locked
+        // release is the paper's full fence, kept but not relied on
+        // (pmem/persist.h). (Weak writes wait for no fence, P16.)
         ReleaseCombinerWithFullFence(slot);
       } else {
         combiner_lock_.store(false, std::memory_order_release);
@@ -261,7 +261,9 @@ void DurableSkipList<P>::EndWeakEpoch(Slot* me) {
       // P16: this thread re-flushes every weak word (the combiners that
       // wrote them may be other threads, whose flushes our fence does not
       // drain), then fences.
-      for (const uint64_t* w : unpersisted_) P::Flush(w, sizeof(*w));
+      if (!P::Faulty(pmem::Fault::kNoWeakReflush)) {
+        for (const uint64_t* w : unpersisted_) P::Flush(w, sizeof(*w));
+      }
       CountedFence(me);
     }
     // P17: cleared only now that every version below it is durable.
@@ -282,8 +284,8 @@ void DurableSkipList<P>::Persist() {
   // Every write that returned before this call is linked, so covered.
   if (cut_active_) EndWeakEpoch(me);
   Bump(me, &SlotStats::crit_ticks, Ticks() - t0);
-  // P16: as a strong combiner (Attach): the drain is complete before the
-  // barrier returns (the locked release is the full fence).
+  // P16: the drain's fences (EndWeakEpoch) precede the return; the release
+  // is the same locked exchange as a strong combiner's (Attach).
   ReleaseCombinerWithFullFence(me);
 }
 

@@ -216,11 +216,22 @@ Status DurableSkipList<P>::Insert(pmem::NvmNode* node, InsertResult* result,
   if (options_.global_lock) global = std::unique_lock<std::mutex>(global_mu_);
   Status s = PrepareOnce(node, &adv.inode, slot);
   if (!s.ok()) return s;
+  int spins = 0;
   while (true) {
     Locate(adv.inode->key(), adv.preds, adv.succs);
     if (IsDuplicate(adv.inode, adv.succs[0])) {
       // Equal keys cannot appear between pred and succ without failing
       // validation, so a duplicate is always seen here.
+      if (adv.succs[0]->Version() > VisibleVersion()) {
+        // P2 for a duplicate answer: the equal node is linked in DRAM but
+        // its pass has not fenced and published yet (a crash may still drop
+        // it), so kDuplicate waits until it is visible, i.e. as durable as
+        // its own writer was promised (P5 after P2/P15). Only this path
+        // waits; a global-lock list never gets here (published under the
+        // lock).
+        detail::Backoff(&spins);
+        continue;
+      }
       DeleteIndexNode(adv.inode);
       if (result) *result = InsertResult::kDuplicate;
       return Status::OK();
@@ -240,6 +251,7 @@ Status DurableSkipList<P>::Insert(pmem::NvmNode* node, InsertResult* result,
     Bump(slot, &SlotStats::retries);
   }
   CountSuperseded(slot, adv);
+  P::OnBeforePromote(adv.inode);  // test seam; empty in production
   Promote(&adv);
   if (global) P::FullFence();  // as the combiner does after its lock
   Bump(slot, &SlotStats::ops);
@@ -417,6 +429,10 @@ size_t DurableSkipList<P>::DramBytes() const {
 
 // §5: walk the sorted persistent list, drop what was never committed, and
 // rebuild the index by appending (the list is sorted: O(n), no searches).
+// W3: the walk validates the whole list (inside this list's chunks,
+// bounded by its node count) and only reads the pool; the unlinks of
+// dropped nodes are applied after it succeeded, so a refused pool is left
+// byte-for-byte unchanged.
 template <class P>
 Status DurableSkipList<P>::Recover(RecoveryStats* stats) {
   RecoveryStats st;
@@ -429,24 +445,45 @@ Status DurableSkipList<P>::Recover(RecoveryStats* stats) {
   Status alloc_status;
   Slot& slot = overflow_slot_;  // counters only; nothing runs concurrently
   std::vector<pmem::ChunkInfo> kept;  // reclaim_space: extents of kept nodes
+  const std::vector<pmem::ChunkInfo> owned = region_->ChunksOf(root_->list_id);
+  std::vector<ChunkRange> chunks;
+  chunks.reserve(owned.size());
+  for (const pmem::ChunkInfo& c : owned) chunks.push_back({c.offset, c.len});
+  // One entry per run of dropped nodes: the link before the run (the head's
+  // or a kept node's) and the offset after it.
+  struct Unlink {
+    uint64_t* link;
+    uint64_t next;
+  };
+  std::vector<Unlink> unlinks;
+  uint64_t* link = &root_->head.next;  // of the last kept node
+  bool in_run = false;
+  auto drop = [&](const pmem::NvmNode* n) {
+    if (!in_run) unlinks.push_back({link, 0});
+    in_run = true;
+    unlinks.back().next = n->next;
+    return WalkDecision::kKeep;  // W3: nothing is written during the walk
+  };
   Status s = WalkList(
-      *region_, root_, *cmp_, nullptr,
+      *region_, root_, *cmp_, &chunks,
       [&](const pmem::NvmNode* n) {
         if (n->version == pmem::kUncommittedVersion && !keep_max) {
           st.dropped_uncommitted++;  // P4, rule R1
-          return WalkDecision::kDrop;
+          return drop(n);
         }
         if (batch_mode && n->version > commit) {
           st.rolled_back_batch++;  // P3
-          return WalkDecision::kDrop;
+          return drop(n);
         }
         if (cut != 0 && n->version >= cut &&
             !P::Faulty(pmem::Fault::kNoCutRule)) {
           st.dropped_unpersisted++;  // P17: beyond the weak prefix
-          return WalkDecision::kDrop;
+          return drop(n);
         }
-        int h = HeightFor(n->data(), n->key_size);
         auto* pn = const_cast<pmem::NvmNode*>(n);
+        in_run = false;
+        link = &pn->next;
+        int h = HeightFor(n->data(), n->key_size);
         IndexNode* in =
             NewIndexNode(pn, pn->data(), pn->key_size, h, n->version);
         if (!in) {
@@ -469,12 +506,14 @@ Status DurableSkipList<P>::Recover(RecoveryStats* stats) {
         if (n->version > st.max_version) st.max_version = n->version;
         return WalkDecision::kKeep;
       },
-      [&](uint64_t* link) {
-        // P4: the unlink is flushed; fenced below before batch_mode clears.
-        P::Flush(link, sizeof(*link));
-      });
+      [](uint64_t*) {});
   if (!s.ok()) return s;
   if (!alloc_status.ok()) return alloc_status;
+  for (const Unlink& u : unlinks) {
+    *u.link = u.next;
+    // P4: the unlink is flushed; fenced below before batch_mode clears.
+    P::Flush(u.link, sizeof(*u.link));
+  }
   P::Fence();  // P4: unlinks durable before the batch record is cleared
   if (batch_mode) {
     root_->batch_mode = 0;
@@ -488,7 +527,7 @@ Status DurableSkipList<P>::Recover(RecoveryStats* stats) {
   }
   if (options_.reclaim_space) {
     // P14: what no reachable node occupies is free; nothing else is.
-    arena_.AdoptChunks(region_->ChunksOf(root_->list_id), std::move(kept));
+    arena_.AdoptChunks(owned, std::move(kept));
   }
   visible_version_.store(st.max_version, std::memory_order_release);
   if (stats) *stats = st;

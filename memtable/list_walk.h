@@ -2,18 +2,21 @@
 // `flintkv_tool verify`).
 //
 // Every node reached is checked before it is trusted (P7): 16-byte aligned,
-// inside the region (and inside a chunk of the list when chunks are given),
-// a valid header check, a well-formed length-prefixed key, keys in
-// ascending order, and within one key's run the committed versions strictly
-// descending. A node whose version is still MAX (never made durable; rule
+// inside the region (and inside a chunk of the list when chunks are given:
+// W1; Recover always gives them), a valid header check, a well-formed
+// length-prefixed key, keys in ascending order, and within one key's run
+// the committed versions strictly descending. A node whose version is still MAX (never made durable; rule
 // R1 drops it) is exempt from the version order: with weak durability
 // (P16) two unfenced versions of one key, or a durable newer version ahead
 // of an older one still MAX, are a legal crash state. A cycle is therefore
-// caught by counting (no walk is longer than the number of aligned node
-// slots). The first violation ends the walk with Corruption naming the
+// caught by Brent's algorithm on node offsets (W2): a walk over n distinct
+// nodes ends within 3n steps whatever the pool size. The first violation
+// ends the walk with Corruption naming the list, the node's index and its
 // offset. Single-threaded; reads only, except where the visitor drops a
 // node: then the walker unlinks it (*link = node->next) and calls on_unlink
-// so the caller can flush the changed pointer.
+// so the caller can flush the changed pointer. A caller that must not
+// change a pool it then refuses (Recover) keeps every node and repairs
+// after the walk succeeded (W3).
 #pragma once
 
 #include <algorithm>
@@ -55,11 +58,9 @@ Status WalkList(const pmem::Region& region, pmem::ListRoot* root,
   // Smallest committed version seen in the current key's run (MAX: none).
   uint64_t run_version = pmem::kUncommittedVersion;
   uint64_t count = 0;
-  uint64_t slots = region.size() / pmem::kNodeAlign;
-  if (chunks) {
-    slots = 0;
-    for (const ChunkRange& c : *chunks) slots += c.len / pmem::kNodeAlign;
-  }
+  // Brent's cycle detection: `mark` is the offset seen at the last power of
+  // two steps; meeting it again means a cycle of length <= `power`.
+  uint64_t mark = 0, power = 1, since_mark = 0;
   while (*link != 0) {
     uint64_t off = *link;
     auto where = [&](const char* what) {
@@ -86,7 +87,12 @@ Status WalkList(const pmem::Region& region, pmem::ListRoot* root,
       }
     }
     if (!KeyWellFormed(n)) return where("malformed key");
-    if (count >= slots) return where("list has a cycle");
+    if (off == mark) return where("list has a cycle");
+    if (++since_mark == power) {
+      mark = off;
+      power *= 2;
+      since_mark = 0;
+    }
     if (cmp) {
       int c = prev ? cmp->Compare(prev->data(), n->data()) : -1;
       if (c > 0) return where("list is not sorted (or has a cycle)");

@@ -96,7 +96,13 @@ uint64_t Reclaimer::MinActiveGeneration() {
   gen_.fetch_add(1, std::memory_order_seq_cst);
   uint64_t m = UINT64_MAX;
   ForEachSlot([&m](const Slot& s) {
-    uint64_t g = s.gen.load(std::memory_order_acquire);
+    // seq_cst, as in Horizon: the other half of G1's store-then-load
+    // handshake (a reader stores its slot's generation, then loads gen_).
+    // With acquire here, the C++ model lets this load miss the reader's
+    // store while the reader's load misses the bump above (a Dekker
+    // pattern needs seq_cst on both sides; x86 would hide the difference,
+    // ARM/POWER would not).
+    uint64_t g = s.gen.load(std::memory_order_seq_cst);
     if (g != 0) m = std::min(m, g);
   });
   std::lock_guard<std::mutex> g(pins_mu_);

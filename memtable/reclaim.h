@@ -11,7 +11,8 @@
 // unlinked after it started, never the unlinking itself.
 //
 // Every read also announces the version it reads at, in the same slot, so
-// that the GC never unlinks a version a running read still needs:
+// that the GC never unlinks a version a running read still needs (G1-G3,
+// with their tests in docs/invariants.md):
 //  - G1 an operation (Guard) publishes {generation g, version v} in its
 //    thread's slot and re-reads the generation; it proceeds only when the
 //    generation did not move, else it re-reads v and repeats. So either a
@@ -28,7 +29,8 @@
 // Thread safety: Guard and pins from any threads; Horizon/Retire/Reclaim
 // by one GC thread at a time (the caller serialises them).
 // Memory orderings: explicit below; the G1 handshake is seq_cst on both
-// sides (store-then-load in a reader against store-then-load in the GC).
+// sides (store-then-load in a reader against store-then-load in the GC:
+// the bump and the slot loads of Horizon and MinActiveGeneration alike).
 #pragma once
 
 #include <atomic>

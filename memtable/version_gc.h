@@ -27,7 +27,7 @@
 // then frees (Reclaimer::Reclaim) what no reader can hold: the index node
 // to malloc, the NvmNode's bytes to the arena's free extents.
 //
-// Persistence invariants (pmem/layout.h, docs/nvm_layout.md):
+// Invariants (docs/invariants.md lists every one with its tests):
 //  P12 a node's PMEM is reused only after the pointer that unlinked it is
 //      durable: no durable pointer reachable from the head ever leads to
 //      reused bytes. (Fault::kGcUnlinkNotPersisted breaks it.)
@@ -35,6 +35,10 @@
 //      marked first, so no level links a node after an unlinked one; the
 //      combiner's validation (pred->next_[0] == succ) fails on a marked
 //      pred, so no level-0 link is made to or from an unlinked node.
+//  G4 (DRAM) a node is retired only once no level links it: a Promote may
+//      link a new node before it at any time, so UnlinkUpper validates the
+//      predecessor its walk found with the CAS itself and searches again on
+//      failure (never a second read of that pointer).
 //  P14 free space is never persisted: recovery derives it as the chunk
 //      bytes no reachable node occupies (NodeArena::AdoptChunks), so no
 //      crash leaves free-space metadata that disagrees with the list.

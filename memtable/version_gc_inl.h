@@ -161,9 +161,14 @@ void VersionGc<P>::UnlinkUpper(Node* r) {
                                               std::memory_order_acquire)) {
     }
     s = Node::Unmarked(s);
+    // G4: a Promote may still link a node *before* r (between pred and r)
+    // at any time, so the predecessor the walk saw is only a candidate: the
+    // CAS validates it, and a failed CAS searches again. r stays linked at
+    // this level until that CAS (only this GC unlinks, and r is promoted),
+    // so every search finds it.
     while (true) {
       Node* pred = PredAt(r, i);
-      if (!pred) break;  // not (or no longer) linked at this level
+      if (!pred) break;  // r not linked at this level (see PredAt)
       Node* expect = r;
       if (pred->next_[i].compare_exchange_strong(expect, s,
                                                  std::memory_order_acq_rel,
@@ -175,21 +180,26 @@ void VersionGc<P>::UnlinkUpper(Node* r) {
   }
 }
 
-// The node whose level-`level` successor is r, or nullptr. Only the GC
-// marks pointers and it unlinks one node at a time, top down, so no node
-// on the path at levels >= 1 is marked.
+// The node whose level-`level` successor was r when the walk reached it
+// (G4: no second read of that pointer, which a Promote may have changed
+// since; the caller's CAS validates), or nullptr if the walk passed r's
+// place without meeting r. Only the GC marks pointers and it unlinks one
+// node at a time, top down, so no node on the path at levels >= 1 is
+// marked.
 template <class P>
 IndexNode* VersionGc<P>::PredAt(const Node* r, int level) const {
   Node* x = list_->head_;
+  Node* nx = nullptr;
   for (int l = list_->max_height_.load(std::memory_order_relaxed) - 1;
        l >= level; l--) {
-    Node* nx = x->Next(l);
+    nx = x->Next(l);
     while (nx && nx != r && list_->Before(nx, r)) {
       x = nx;
       nx = x->Next(l);
     }
   }
-  return x->Next(level) == r ? x : nullptr;
+  P::OnGcPredFound(r, level);  // test seam; empty in production
+  return nx == r ? x : nullptr;
 }
 
 template <class P>

@@ -10,8 +10,9 @@
 // Every persistent pointer is a byte offset from the pool base (0 = null), so
 // a pool may map at a different address next time.
 //
-// Invariants (cited in code as P1..P14: P1-P7 from DESIGN.md, P8-P14 ours,
-// all listed in docs/nvm_layout.md):
+// Invariants: every id cited in code (P1-P17, R1, G1-G4, V1, W1-W3) is
+// defined, with the code that protects it and the test or mutant that
+// checks it, in docs/invariants.md. Those of the format:
 //  - P8 a pool object (list, chunk, root) is enumerable only once fully
 //    initialised: built in a libpmemobj constructor and published
 //    atomically, or (root) completed by persisting its magic last.
@@ -50,7 +51,8 @@
 //    whose version is still MAX (dropped by recovery, P4) may sit anywhere
 //    in its key's run (two unfenced versions of one key, P16).
 //  - A node reachable from the head has a valid header (HeaderCheck) and lies
-//    inside a chunk of its own list (P1 makes this true after any crash).
+//    inside a chunk of its own list (W1; P1 makes this true after any
+//    crash). Recovery checks all of it before it repairs anything (W3).
 #pragma once
 
 #include <cstddef>

@@ -45,6 +45,9 @@ enum class Fault {
                           // unlink is durable (no flush/fence)       (P12)
   kGcNoWeakDrain,         // version GC unlinks while weak writes are not yet
                    // durable (no drain first)                     (P12+P16)
+  kNoWeakReflush,  // weak drain: the thread that moves the cut fences
+                   // without re-flushing the words other threads'
+                   // combiners flushed                                (P16)
 };
 
 namespace internal {
@@ -66,6 +69,13 @@ struct PmemPersist {
   // Test seams of the crash simulator (SimPersist); nothing here.
   static void OnAdvertise() {}
   static void OnPassStart() {}
+  // Test seams of the GC race test (tests/gc_race_concurrency_test.cc):
+  // OnBeforePromote(node) runs in Insert between a node's level-0 link and
+  // its Promote; OnGcPredFound(node, level) in the version GC between
+  // finding a node's predecessor at `level` and unlinking it there. Empty
+  // here (and in NoPersist, SimPersist): they compile to nothing.
+  static void OnBeforePromote(const void*) {}
+  static void OnGcPredFound(const void*, int) {}
   static constexpr bool kDurable = true;
   static void Flush(const void* p, size_t n) {
     pmem_flush(p, n);
@@ -81,17 +91,30 @@ struct PmemPersist {
     Flush(p, n);
     Fence();
   }
-  // Algorithm 1 line 40: blocks until this thread's buffered stores, flushes
-  // and fences have taken effect.
+  // MFENCE: an SFENCE that also orders later loads (Alg. 1 line 40). Used
+  // by the global-lock baseline; orders CLWB on Intel and AMD alike.
   static void FullFence() { _mm_mfence(); }
-  // Releases a spin lock (stores false) and is a FullFence, in one locked
-  // exchange: a locked RMW executes only once this thread's store buffer has
-  // drained, so, as MFENCE, it waits until every earlier CLWB that an
-  // earlier SFENCE ordered has taken effect (PTSO [paper §2.3]: the SFENCE
-  // was debuffered; Intel SDM and AMD APM: CLWB is ordered by SFENCE, MFENCE
-  // and LOCK-prefixed instructions / XCHG). One instruction instead of a
-  // store and an MFENCE; the release becomes visible at the same point (under
-  // TSO a plain store is visible only once the SFENCE before it drained too).
+  // Releases a spin lock (stores false) with one locked exchange: Alg. 1
+  // line 40's full fence, kept from the paper (one locked instruction in
+  // place of the release store, once per pass). Durability does NOT rest
+  // on it (see "Fences" in docs/invariants.md): every path that
+  // acknowledges a write as durable has already issued Fence() (pmem_drain,
+  // an SFENCE) after its flushes, and that SFENCE is what orders the
+  // write-backs:
+  //  - Intel SDM Vol. 2A, CLWB: "Executions of the CLWB instruction are
+  //    ordered with respect to fence instructions and to locked
+  //    read-modify-write instructions"; SFENCE (Vol. 2B): every store before
+  //    it "is globally visible before any store after SFENCE becomes
+  //    globally visible". On Intel the exchange would order CLWB as well.
+  //  - AMD APM Vol. 3, CLWB / CLFLUSHOPT: weakly ordered; strict ordering
+  //    of the write-backs is obtained with SFENCE (or MFENCE), and locked
+  //    instructions are not named. On AMD this exchange is therefore not a
+  //    fence for CLWB, and nothing may depend on it being one.
+  // So no other thread (status kSuccess, visible_version, this release) and
+  // no later store or system call of this thread can make an acknowledgment
+  // observable before the acknowledged write-backs reached the persistence
+  // domain. The crash simulator models this release as a plain store
+  // (SimPersist), so the campaigns fail if durability relied on it.
   static void ReleaseWithFullFence(std::atomic<bool>* lock) {
     lock->exchange(false, std::memory_order_seq_cst);
   }
@@ -103,6 +126,8 @@ struct NoPersist {
   // Test seams of the crash simulator (SimPersist); nothing here.
   static void OnAdvertise() {}
   static void OnPassStart() {}
+  static void OnBeforePromote(const void*) {}  // GC race seams: nothing
+  static void OnGcPredFound(const void*, int) {}
   static constexpr bool kDurable = false;
   static void Flush(const void*, size_t) {}
   static void Fence() {}

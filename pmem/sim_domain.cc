@@ -424,6 +424,8 @@ const char* FaultName(Fault f) {
       return "kGcUnlinkNotPersisted";
     case Fault::kGcNoWeakDrain:
       return "kGcNoWeakDrain";
+    case Fault::kNoWeakReflush:
+      return "kNoWeakReflush";
   }
   return "?";
 }

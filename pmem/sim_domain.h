@@ -251,6 +251,8 @@ extern std::atomic<int> g_sim_fault;
 // DurableSkipList in tests).
 struct SimPersist {
   static constexpr bool kDurable = true;
+  static void OnBeforePromote(const void*) {}  // GC race seams: nothing
+  static void OnGcPredFound(const void*, int) {}
   static void Flush(const void* p, size_t n) {
     if (SimDomain* d = SimDomain::Current()) d->Flush(p, n);
   }
@@ -261,12 +263,17 @@ struct SimPersist {
     Flush(p, n);
     Fence();
   }
-  // MFENCE drains this thread's flushes as SFENCE does (§2.3).
+  // MFENCE drains this thread's flushes as SFENCE does (§2.3). The model
+  // makes a fence's write-backs durable at the fence, for SFENCE and MFENCE
+  // alike: their difference (whether later loads may pass) never decides
+  // what is durable when an acknowledgment becomes observable, because
+  // every acknowledgment is a store (or a return) after an SFENCE.
   static void FullFence() { Fence(); }
-  // The seam of Algorithm 1 line 40 when the combiner releases its lock
-  // with a locked exchange: the fence is modelled before the release.
+  // The combiner's locked release (Alg. 1 line 40) is modelled as a plain
+  // release, NOT as a fence: on AMD a locked instruction does not order
+  // CLWB (pmem/persist.h), so durability must come from the SFENCE each
+  // acknowledging path issues before it. A campaign fails if it does not.
   static void ReleaseWithFullFence(std::atomic<bool>* lock) {
-    FullFence();
     lock->store(false, std::memory_order_release);
   }
   static void Prefetch(const void*) {}

@@ -312,7 +312,7 @@ CampaignResult RunCampaign(const CampaignOptions& o) {
   pmem::SimRegion region(RegionSize(o), kChunkSize);
   pmem::SimDomain dom(&region);
   pmem::SimDomain::SetGlobal(&dom);
-  if (o.threads > 1 && !o.lockstep) {
+  if (o.threads > 1 && !o.lockstep && !o.turns) {
     dom.set_jitter(o.jitter_one_in, o.jitter_micros);
   }
   memtable::BytewiseKeyComparator cmp;
@@ -341,7 +341,7 @@ CampaignResult RunCampaign(const CampaignOptions& o) {
   };
   std::vector<Captured> captured;
   std::mt19937_64 rng(o.seed ^ 0x5eed);
-  const bool inline_check = o.threads == 1 || o.lockstep;
+  const bool inline_check = o.threads == 1 || o.lockstep || o.turns;
 
   auto expect_now = [&](pmem::CrashState* cs) {
     Expectation e;
@@ -373,7 +373,11 @@ CampaignResult RunCampaign(const CampaignOptions& o) {
     Expectation e = expect_now(&cs);
     if (inline_check) {
       // The workload is paused inside this fence: check right away.
-      checker.ExploreState(cs, e, o.lockstep ? "ls" : "st", 0);
+      checker.ExploreState(cs, e,
+                           o.lockstep ? "ls"
+                           : o.turns  ? "turns"
+                                      : "st",
+                           0);
     } else {
       captured.push_back({std::move(cs), std::move(e)});
     }
@@ -400,9 +404,23 @@ CampaignResult RunCampaign(const CampaignOptions& o) {
   std::atomic<uint64_t> persists{0};
   std::string error;
   std::mutex error_mu;
+  // Turns: op i of thread t runs when turn == i * threads + t.
+  std::mutex turn_mu;
+  std::condition_variable turn_cv;
+  uint64_t turn = 0;
+  auto wait_turn = [&](int t, size_t i) {
+    std::unique_lock<std::mutex> l(turn_mu);
+    turn_cv.wait(l, [&] { return failed || turn == i * o.threads + t; });
+  };
+  auto next_turn = [&] {
+    std::lock_guard<std::mutex> l(turn_mu);
+    turn++;
+    turn_cv.notify_all();
+  };
   auto worker = [&](int t) {
     pmem::SimDomain::ScopedThreadOverride scope(&dom);
     for (size_t i = 0; i < ops[t].size(); i++) {
+      if (o.turns) wait_turn(t, i);
       if (o.lockstep) {
         barrier.Arrive([&] {
           round_base.store(dom.advertisements());
@@ -426,6 +444,7 @@ CampaignResult RunCampaign(const CampaignOptions& o) {
         error = "thread " + std::to_string(t) + " op " + std::to_string(i) +
                 ": " + s.ToString();
         failed = true;
+        if (o.turns) next_turn();  // wakes the others (they see failed)
         return;
       }
       versions[t][i].store(f->Version(), std::memory_order_release);
@@ -440,6 +459,7 @@ CampaignResult RunCampaign(const CampaignOptions& o) {
           floor[u] = std::max(floor[u], snap[u]);
         }
       }
+      if (o.turns) next_turn();
     }
   };
   if (o.threads == 1) {

@@ -73,6 +73,14 @@ struct CampaignOptions {
   // serves several advertisements (deterministic multi-advertisement
   // passes). Crash states are then checked at every fence, inline.
   bool lockstep = false;
+  // Turns: the threads run one op at a time in a fixed rotation (thread 0's
+  // op i, thread 1's op i, ...), each checked at every fence, inline. No
+  // two ops overlap, yet consecutive ops run on different threads, each
+  // with its own pending flushes (a fence drains only its thread's):
+  // deterministic cross-thread persistence, e.g. a Persist() or strong
+  // write ending a weak epoch whose words another thread's combiner
+  // flushed (P16).
+  bool turns = false;
   // Version GC (memtable/version_gc.h) with space reuse: single-threaded, a
   // pass on the worker after every gc_every ops (its fences are crash
   // points like any other); multi-threaded, a GC thread running passes

@@ -174,6 +174,39 @@ TEST(MutantTest, NoPrepareFenceCaughtAcrossThreadsWithoutEviction) {
   EXPECT_GT(multi.failures, 0u) << multi.Summary();
 }
 
+// P16's cross-thread re-flush: the thread that ends a weak epoch (Persist,
+// or the pass of a strong write) re-flushes the weak words, because its
+// fence drains only its own flushes and other threads' combiners flushed
+// them. Lockstep campaigns miss its removal: every thread's next Prepare
+// fence drains its own flushes before any pass of the next round ends the
+// epoch. Turns hand each op to the next thread, so the epoch is ended by a
+// thread that did not link the weak writes: caught deterministically.
+TEST(MutantTest, NoWeakReflushCaughtByTurns) {
+  for (bool group : {false, true}) {
+    CampaignOptions o;
+    o.threads = 2;
+    o.turns = true;
+    o.seed = 31;
+    o.ops_per_thread = test::Scaled(40, 4, 2);
+    o.keys_per_thread = 6;
+    o.group_commit = group;
+    o.weak_fraction = 0.7;
+    o.persist_every = 3;
+    o.max_failures = 1;
+    CampaignResult clean = RunCampaign(o);
+    pmem::SetSimFault(pmem::Fault::kNoWeakReflush);
+    CampaignResult mutant = RunCampaign(o);
+    pmem::SetSimFault(pmem::Fault::kNone);
+    std::printf("[mutant] kNoWeakReflush, turns (%s): clean %s; mutant %s\n",
+                group ? "group" : "per-put", clean.Summary().c_str(),
+                mutant.Summary().c_str());
+    for (const auto& msg : mutant.messages)
+      std::printf("    %s\n", msg.c_str());
+    EXPECT_EQ(clean.failures, 0u) << clean.Summary();
+    EXPECT_GT(mutant.failures, 0u) << mutant.Summary();
+  }
+}
+
 // A GC mutant: a clean single-threaded GC campaign must pass and reuse
 // space; with the fault on, the single-threaded campaign (and, when given,
 // a multi-threaded one with a GC thread) must fail somewhere.

@@ -3,7 +3,10 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <atomic>
+#include <chrono>
 #include <cstdio>
+#include <functional>
 #include <memory>
 #include <random>
 #include <string>
@@ -11,6 +14,7 @@
 #include <vector>
 
 #include "flintkv/store.h"
+#include "memtable/durable_skiplist.h"
 #include "tests/list_fixture.h"
 #include "tests/test_util.h"
 
@@ -165,6 +169,71 @@ TEST(SkipListFenceTest, WeakWritesDrainAtTheBound) {
 
 // Issue 8l: the same 1,000 keys inserted in different orders by different
 // numbers of threads give the same counts, exact for small ranges.
+// PmemPersist whose write-path fences (the combiner's link fence among
+// them) first call a test hook.
+struct HookedFencePersist : pmem::PmemPersist {
+  static inline std::function<void()> on_fence;
+  static void Fence() {
+    if (on_fence) on_fence();
+    pmem::PmemPersist::Fence();
+  }
+};
+
+// unique_keys (RocksDB): an insert of a key that another thread's node
+// already holds answers kDuplicate. It must not answer while that node is
+// linked in DRAM but its pass has not fenced yet (a crash could still drop
+// it, and the caller would take it as present): here the second insert
+// runs inside the first one's link fence, and may answer only after it.
+TEST(SkipListUniqueKeysTest, DuplicateAnsweredOnlyOnceTheOriginalIsDurable) {
+  using HList = memtable::DurableSkipList<HookedFencePersist>;
+  test::TempPool tmp;
+  std::unique_ptr<pmem::Pool> pool;
+  ASSERT_TRUE(pmem::Pool::Open(test::QuietPoolOptions(tmp.path()), &pool).ok());
+  pmem::ListRoot* root;
+  ASSERT_TRUE(pool->CreateList(pmem::kListMemtable, &root).ok());
+  memtable::BytewiseKeyComparator cmp;
+  memtable::SkipListOptions lo;
+  lo.unique_keys = true;
+  lo.chunk_size = 64 << 10;
+  HList list(&cmp, pool.get(), root, lo);
+  auto node = [&](const std::string& v) {
+    pmem::NvmNode* n = nullptr;
+    EXPECT_TRUE(test::BuildNode(&list, "key", v, 0, &n).ok());
+    return n;
+  };
+  pmem::NvmNode* first = node("first");
+  pmem::NvmNode* second = node("second");
+  std::atomic<bool> answered{false};
+  bool answered_before_fence = false;
+  memtable::InsertResult second_result = memtable::InsertResult::kOk;
+  std::thread other;
+  HookedFencePersist::on_fence = [&] {
+    if (other.joinable()) return;
+    other = std::thread([&] {
+      EXPECT_TRUE(list.Insert(second, &second_result).ok());
+      answered = true;
+    });
+    // Long enough for the old code to answer (it did not wait at all).
+    auto until =
+        std::chrono::steady_clock::now() + std::chrono::milliseconds(200);
+    while (!answered && std::chrono::steady_clock::now() < until) {
+      std::this_thread::yield();
+    }
+    answered_before_fence = answered;
+  };
+  ASSERT_TRUE(list.Insert(first).ok());
+  HookedFencePersist::on_fence = nullptr;
+  ASSERT_TRUE(other.joinable());
+  other.join();
+  EXPECT_FALSE(answered_before_fence)
+      << "kDuplicate against a node whose link was not yet fenced";
+  EXPECT_EQ(second_result, memtable::InsertResult::kDuplicate);
+  const std::string pk = test::PrefixKey("key");
+  const memtable::IndexNode* f = list.Find(pk.data(), list.VisibleVersion());
+  ASSERT_NE(f, nullptr);
+  EXPECT_EQ(f->pnode, first);
+}
+
 TEST(SkipListEstimateTest, RangeCountsAreExactAndDeterministic) {
   memtable::SkipListOptions lo;
   lo.unique_keys = true;
