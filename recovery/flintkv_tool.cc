@@ -35,6 +35,7 @@ int Usage(FILE* out = stderr) {
       "[--watermark=auto|on|off] [--quiet]\n"
       "                       [--allow_foreign_open] "
       "[--accept_incarnation=HEX]\n"
+      "                       [--allow_wal_delete_range]\n"
       "      replay unflushed memtables of the pool into the DB, flush, "
       "close;\n"
       "      only the DB's own memtables (its OPTIONS file and IDENTITY say "
@@ -87,6 +88,7 @@ int Recover(std::map<std::string, std::string>& flags) {
   ro.pool_dir = flags["pool_dir"];
   if (!flags.count("quiet")) ro.log = PrintLine;
   ro.allow_foreign_open = flags.count("allow_foreign_open") != 0;
+  ro.allow_wal_delete_range = flags.count("allow_wal_delete_range") != 0;
   if (flags.count("accept_incarnation")) {
     ro.accept_incarnation =
         std::strtoull(flags["accept_incarnation"].c_str(), nullptr, 16);

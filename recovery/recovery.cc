@@ -121,6 +121,50 @@ void Triage(pmem::Pool* pool, std::vector<pmem::ListRoot*>* lists,
   *lists = keep;
 }
 
+// Issue 20 item 9. RocksDB keeps range tombstones outside the memtable
+// rep, so the pool never holds a DeleteRange; a WAL-logged one comes back
+// through RocksDB's WAL replay when recovery opens the DB, and presence
+// checks cannot see range tombstones (GetAllKeyVersions lists point
+// entries only). Replaying the pool's WAL-less writes would then put a
+// Put that came *before* the DeleteRange above it. Which of the two came
+// first cannot be told, so recovery refuses the mix: a range tombstone in
+// an SST file of this session (WAL replay, flushed at the open or by the
+// flush below) means the WAL held a DeleteRange.
+rocksdb::Status RefuseWalRangeDeletes(
+    rocksdb::DB* db, const std::vector<rocksdb::ColumnFamilyHandle*>& handles,
+    bool memtable_entries, const RecoveryOptions& o) {
+  if (o.allow_wal_delete_range) return rocksdb::Status::OK();
+  if (memtable_entries) {  // avoid_flush_during_recovery kept WAL replay
+    rocksdb::FlushOptions fo;
+    fo.allow_write_stall = true;
+    rocksdb::Status s = db->Flush(fo, handles);
+    if (!s.ok()) return s;
+  }
+  std::string session;
+  rocksdb::Status s = db->GetDbSessionId(session);
+  if (!s.ok()) return s;
+  for (rocksdb::ColumnFamilyHandle* cf : handles) {
+    rocksdb::TablePropertiesCollection props;
+    s = db->GetPropertiesOfAllTables(cf, &props);
+    if (!s.ok()) return s;
+    for (const auto& [file, p] : props) {
+      if (p->db_session_id != session || p->num_range_deletions == 0) continue;
+      return rocksdb::Status::NotSupported(
+          "flintkv: the DB's WAL holds DeleteRange operations (restored into " +
+          file + ", column family " + cf->GetName() +
+          ") and the pool holds WAL-less writes: a WAL-logged DeleteRange "
+          "mixed with WAL-less writes cannot be ordered, so replaying could "
+          "bring back a value the DeleteRange removed. Nothing was replayed "
+          "and the pool is unchanged. Use the WAL for all writes or none "
+          "(flintkv::OpenDB makes DeleteRange durable without it). To replay "
+          "anyway (the pool's writes then land above every range deletion): "
+          "flintkv_tool recover --allow_wal_delete_range "
+          "(RecoveryOptions::allow_wal_delete_range)");
+    }
+  }
+  return rocksdb::Status::OK();
+}
+
 // One leftover list to replay and how (see RecoverInto).
 struct ListPlan {
   pmem::ListRoot* list = nullptr;
@@ -335,6 +379,17 @@ rocksdb::Status RecoverInto(
   const uint64_t open_seq = db->GetLatestSequenceNumber();
   std::map<uint32_t, CfState> cf_state;
   for (auto& [id, cf] : cf_by_id) cf_state[id] = StateOf(db, cf);
+  if (!lists.empty()) {  // before Triage marks anything in the pool
+    bool memtable_entries = false;
+    for (auto& [id, st] : cf_state) memtable_entries |= st.memtable_entries;
+    rocksdb::Status ds =
+        RefuseWalRangeDeletes(db, handles, memtable_entries, o);
+    if (!ds.ok()) return fail(ds);
+    // A flush above moved WAL replay into SST files: look again.
+    if (memtable_entries) {
+      for (auto& [id, cf] : cf_by_id) cf_state[id] = StateOf(db, cf);
+    }
+  }
   Triage(pool, &lists, o, r);
   // Validate, and close the copy spans interrupted recoveries left open,
   // before anything is written.

@@ -72,9 +72,14 @@ struct RecoveryOptions {
   // written: for a key written by both, the higher sequence number wins,
   // which may be the older write.
   bool allow_foreign_open = false;
-  // Claim the lists of this incarnation (and its chain) as this DB's,
-  // although the DB's OPTIONS file does not record it.
+  // Claim the lists of this incarnation (or family) as this DB's, although
+  // the DB's OPTIONS file does not record it.
   uint64_t accept_incarnation = 0;
+  // Replay although the DB's WAL held DeleteRange operations (plain
+  // factory, WAL-logged DeleteRange mixed with WAL-less writes): the pool's
+  // writes land above every range deletion, which may bring back a value
+  // a DeleteRange removed.
+  bool allow_wal_delete_range = false;
 };
 
 struct RecoveryReport {
