@@ -7,12 +7,13 @@
 #
 #   scripts/build_release_rocksdb.sh [--jobs N] [--force]
 #
-# Output ($FLINTKV_CACHE, default .cache/ in the repo, git-ignored):
-#   .cache/rocksdb-release/lib/librocksdb.so.7.8   (same soname as Debian's)
-#   .cache/rocksdb-release/bin/db_bench            (linked against it: run it
-#       with LD_LIBRARY_PATH=.cache/rocksdb-release/lib so that it and the
+# Output ($FLINTKV_CACHE, default ~/.cache/flintkv: per user, kept across
+# clones; delete it to rebuild):
+#   $CACHE/rocksdb-release/lib/librocksdb.so.7.8   (same soname as Debian's)
+#   $CACHE/rocksdb-release/bin/db_bench            (linked against it: run it
+#       with LD_LIBRARY_PATH=$CACHE/rocksdb-release/lib so that it and the
 #       FlintKV plugin LD_PRELOADed into it both bind to the release lib)
-#   .cache/rocksdb-release/BUILD_INFO              (flags used)
+#   $CACHE/rocksdb-release/BUILD_INFO              (flags used)
 #
 # Flags: debian/rules configures with cmake, build type None, -DPORTABLE=ON,
 # -DWITH_{BZ2,LZ4,ZLIB,ZSTD,SNAPPY}=ON, -DROCKSDB_BUILD_SHARED=ON,
@@ -42,7 +43,7 @@ while [ $# -gt 0 ]; do
   shift
 done
 
-CACHE=${FLINTKV_CACHE:-$ROOT/.cache}
+CACHE=${FLINTKV_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/flintkv}
 SRC=$CACHE/rocksdb-7.8.3-release-src
 BUILD=$CACHE/rocksdb-release-build
 OUT=$CACHE/rocksdb-release

@@ -364,7 +364,9 @@ def main():
                          "for a loaded machine")
     a = ap.parse_args()
     a.build = os.path.abspath(a.build)
-    a.cache = os.environ.get("FLINTKV_CACHE", os.path.join(ROOT, ".cache"))
+    a.cache = os.environ.get("FLINTKV_CACHE", os.path.join(
+        os.environ.get("XDG_CACHE_HOME", os.path.expanduser("~/.cache")),
+        "flintkv"))
     if a.quick:
         a.out = a.out or os.path.join(a.build, "paper_figures_quick")
         a.md_path = os.path.join(a.out, "paper_figures.md")

@@ -5,7 +5,7 @@
 #
 #   scripts/rocksdb_peer_d3_repro.sh [DB_TEST2_BINARY]
 #       (default: $FLINTKV_CACHE/peer-build/bin/db_test2, FLINTKV_CACHE
-#        defaulting to .cache/ as in scripts/rocksdb_peer_tests.sh)
+#        defaulting to ~/.cache/flintkv as in scripts/rocksdb_peer_tests.sh)
 #
 # Runs db_test2 --gtest_filter='DBTest2.*' under gdb and makes one ASSERT in
 # DBTest2.SharedWriteBufferLimitAcrossDB fail, after the test opened its
@@ -22,7 +22,7 @@
 # failure did not happen (the script has no teeth).
 set -uo pipefail
 cd "$(dirname "$0")/.."
-BIN=${1:-${FLINTKV_CACHE:-$PWD/.cache}/peer-build/bin/db_test2}
+BIN=${1:-${FLINTKV_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/flintkv}/peer-build/bin/db_test2}
 [ -x "$BIN" ] || { echo "no $BIN (build it with scripts/rocksdb_peer_tests.sh --tests db_test2)" >&2; exit 2; }
 command -v gdb >/dev/null || { echo "gdb is required" >&2; exit 2; }
 TMP=$(mktemp -d /dev/shm/flintkv_d3.XXXXXX)

@@ -16,7 +16,8 @@
 #
 # Sources come only from Debian's package registry: `apt-get source rocksdb`
 # (adds a deb-src entry mirroring the configured Debian mirror if needed)
-# into $FLINTKV_CACHE (default .cache/ in the repo, git-ignored). db_stress
+# into $FLINTKV_CACHE (default ~/.cache/flintkv, per user, kept across
+# clones; rebuilt when absent). db_stress
 # and the test files are compiled against Debian's librocksdb.so
 # (scripts/rocksdb_peer.mk); RocksDB itself is not rebuilt. The unit tests get
 # the memtable through the small hook in
@@ -62,7 +63,7 @@ T0=$(date +%s)
 log() { echo "[peer $(( $(date +%s) - T0 ))s] $*"; }
 die() { echo "rocksdb_peer_tests: FAIL: $*" >&2; exit 1; }
 
-CACHE=${FLINTKV_CACHE:-$ROOT/.cache}
+CACHE=${FLINTKV_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/flintkv}
 SRC=$CACHE/rocksdb-7.8.3
 OUT=$CACHE/peer-build
 PATCH=$ROOT/db_bench_patches/rocksdb-7.8.3-test-memtable-hook.patch

@@ -59,7 +59,7 @@ if [ "$SANITIZERS" = 1 ]; then
      ctest --output-on-failure -j1 --timeout 1800 -L concurrency)
 fi
 if [ "$PEERS" = 1 ]; then
-  # Built from Debian's rocksdb source package into .cache/ (rebuilt when
+  # Built from Debian's rocksdb source package into ~/.cache/flintkv (rebuilt when
   # absent); fails if flintkv fails a check the skiplist passes, beyond the
   # differences listed in scripts/rocksdb_peer_known.txt.
   echo "=== RocksDB's own verifiers with flintkv vs the skiplist (quick)"
