@@ -35,7 +35,7 @@ int Usage(FILE* out = stderr) {
       "[--watermark=auto|on|off] [--quiet]\n"
       "                       [--allow_foreign_open] "
       "[--accept_incarnation=HEX]\n"
-      "                       [--allow_wal_delete_range]\n"
+      "                       [--allow_wal_delete_range] [--allow_older_db]\n"
       "      replay unflushed memtables of the pool into the DB, flush, "
       "close;\n"
       "      only the DB's own memtables (its OPTIONS file and IDENTITY say "
@@ -89,6 +89,7 @@ int Recover(std::map<std::string, std::string>& flags) {
   if (!flags.count("quiet")) ro.log = PrintLine;
   ro.allow_foreign_open = flags.count("allow_foreign_open") != 0;
   ro.allow_wal_delete_range = flags.count("allow_wal_delete_range") != 0;
+  ro.allow_older_db = flags.count("allow_older_db") != 0;
   if (flags.count("accept_incarnation")) {
     ro.accept_incarnation =
         std::strtoull(flags["accept_incarnation"].c_str(), nullptr, 16);

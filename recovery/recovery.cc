@@ -165,6 +165,39 @@ rocksdb::Status RefuseWalRangeDeletes(
   return rocksdb::Status::OK();
 }
 
+// A DB restored from a backup or checkpoint, or replaced by an older copy,
+// after the pool's memtables were written lacks SST files that the life
+// which wrote them had flushed; replaying the newer memtables over it would
+// make a state that never existed. Each list records a sequence number the
+// MANIFEST of its life had reached (flushed_floor, reported at MarkFlushed,
+// after the MANIFEST edit): the DB that wrote the list has a last sequence
+// at least that large.
+rocksdb::Status RefuseOlderDb(rocksdb::DB* db,
+                              const std::vector<pmem::ListRoot*>& lists,
+                              const RecoveryOptions& o) {
+  if (o.allow_older_db) return rocksdb::Status::OK();
+  const uint64_t last = db->GetLatestSequenceNumber();
+  for (pmem::ListRoot* l : lists) {
+    const rocks::MemtableMeta* m = rocks::MetaOf(l);
+    if (m->magic != rocks::kMemtableMetaMagic || m->flushed_floor <= last) {
+      continue;
+    }
+    return rocksdb::Status::InvalidArgument(
+        "flintkv: the DB is older than the pool's unflushed memtables: its "
+        "last sequence number is " +
+        std::to_string(last) + ", but list " + std::to_string(l->list_id) +
+        " was written after the DB had flushed up to sequence " +
+        std::to_string(m->flushed_floor) +
+        ", so SST files are missing (was the DB restored from a backup or "
+        "checkpoint, or replaced by an older copy, after these memtables "
+        "were written?). Nothing was replayed and the pool is unchanged. "
+        "Recover with the DB as it was at the crash; to replay over this one "
+        "anyway: flintkv_tool recover --allow_older_db "
+        "(RecoveryOptions::allow_older_db)");
+  }
+  return rocksdb::Status::OK();
+}
+
 // One leftover list to replay and how (see RecoverInto).
 struct ListPlan {
   pmem::ListRoot* list = nullptr;
@@ -389,6 +422,8 @@ rocksdb::Status RecoverInto(
     if (memtable_entries) {
       for (auto& [id, cf] : cf_by_id) cf_state[id] = StateOf(db, cf);
     }
+    ds = RefuseOlderDb(db, lists, o);
+    if (!ds.ok()) return fail(ds);
   }
   Triage(pool, &lists, o, r);
   // Validate, and close the copy spans interrupted recoveries left open,

@@ -14,6 +14,7 @@
 #include "flintkv/rocksdb_memtable.h"
 #include "rocksdb/db.h"
 #include "rocksdb/env.h"
+#include "rocksdb/utilities/checkpoint.h"
 #include "tests/rocksdb_scenario.h"
 
 namespace flintkv {
@@ -54,6 +55,30 @@ Register r2("crash_k_old", [](const std::string& d) {
   Check(db->Put(wo, "k", "old"), "put");
   Die();
 });
+
+// Checkpoint after "a"; with `flush_after`, "b" is flushed after the
+// checkpoint; then "c" stays unflushed and the process dies.
+void CheckpointThenCrash(const std::string& d, bool flush_after) {
+  rocksdb::DB* db = nullptr;
+  Check(rocksdb::DB::Open(PlainOptions(d), DbDir(d), &db), "open");
+  rocksdb::WriteOptions wo;
+  wo.disableWAL = true;
+  Check(db->Put(wo, "a", "1"), "put a");
+  rocksdb::Checkpoint* cp = nullptr;
+  Check(rocksdb::Checkpoint::Create(db, &cp), "checkpoint");
+  Check(cp->CreateCheckpoint(d + "/ckpt"), "create checkpoint");
+  delete cp;
+  if (flush_after) {
+    Check(db->Put(wo, "b", "2"), "put b");
+    Check(db->Flush(rocksdb::FlushOptions()), "flush");
+  }
+  Check(db->Put(wo, "c", "3"), "put c");
+  Die();
+}
+Register r3("checkpoint_flush_crash",
+            [](const std::string& d) { CheckpointThenCrash(d, true); });
+Register r4("checkpoint_crash",
+            [](const std::string& d) { CheckpointThenCrash(d, false); });
 
 const int kChild = test::RunScenarioIfChild();
 
@@ -204,9 +229,8 @@ TEST_F(OperationsTest, CopiedDbRecoversFromNamedPoolOnly) {
                       .c_str()),
       0);
   // The tool loads the copy's OPTIONS file, which names the old pool_dir.
-  ASSERT_EQ(Tool("recover --db=" + DbDir(copy) + " --pool_dir=" +
-                 PoolDir(copy)),
-            0);
+  ASSERT_EQ(
+      Tool("recover --db=" + DbDir(copy) + " --pool_dir=" + PoolDir(copy)), 0);
   EXPECT_NE(access(PoolDir(dir_).c_str(), F_OK), 0)
       << "recovery created the stale pool_dir of the OPTIONS file";
   rocksdb::DB* db = OpenStock(DbDir(copy));
@@ -236,6 +260,38 @@ TEST_F(OperationsTest, RecoveryNeverCreatesAPool) {
   rocksdb::Status s = Recover(DbDir(dir_), Ro(dir_));
   EXPECT_TRUE(s.IsNotFound()) << s.ToString();
   EXPECT_NE(access(PoolDir(dir_).c_str(), F_OK), 0);
+}
+
+// A checkpoint (or backup) taken before the crash and restored over the DB
+// has the same OPTIONS file family, so S3 lets the claim through; but if
+// the crashed life flushed after the checkpoint, SST files are missing and
+// replaying the pool's newer memtable would make a state that never was:
+// refused (flushed_floor). With no flush in between, the checkpoint is the
+// DB as it was at the crash, and recovery completes it exactly.
+TEST_F(OperationsTest, RestoredCheckpointOlderThanPoolRefused) {
+  for (bool flushed_after : {true, false}) {
+    SCOPED_TRACE(flushed_after ? "flush after the checkpoint" : "no flush");
+    std::system(("rm -rf " + dir_).c_str());
+    ASSERT_NO_FATAL_FAILURE(RunChild(
+        flushed_after ? "checkpoint_flush_crash" : "checkpoint_crash", dir_));
+    ASSERT_EQ(std::system(("rm -rf " + DbDir(dir_) + " && mv " + dir_ +
+                           "/ckpt " + DbDir(dir_))
+                              .c_str()),
+              0);
+    rocksdb::Status s = Recover(DbDir(dir_), Ro(dir_));
+    if (flushed_after) {
+      ASSERT_FALSE(s.ok()) << "replayed over an older checkpoint";
+      EXPECT_TRUE(Has(s, "older than the pool")) << s.ToString();
+      EXPECT_TRUE(Has(s, "allow_older_db")) << s.ToString();
+      continue;
+    }
+    ASSERT_TRUE(s.ok()) << s.ToString();
+    rocksdb::DB* db = OpenStock(DbDir(dir_));
+    ASSERT_NE(db, nullptr);
+    EXPECT_EQ(Get(db, "a"), "1");
+    EXPECT_EQ(Get(db, "c"), "3");
+    delete db;
+  }
 }
 
 // Item 7: the Open-time size check, the reserve and the pressure threshold

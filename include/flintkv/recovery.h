@@ -80,6 +80,10 @@ struct RecoveryOptions {
   // writes land above every range deletion, which may bring back a value
   // a DeleteRange removed.
   bool allow_wal_delete_range = false;
+  // Replay although the DB is older than the pool's memtables (its last
+  // sequence number falls short of them: restored from a backup or
+  // checkpoint after they were written), making a state that never was.
+  bool allow_older_db = false;
 };
 
 struct RecoveryReport {

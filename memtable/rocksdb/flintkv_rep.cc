@@ -1,12 +1,14 @@
 #include "memtable/rocksdb/flintkv_rep.h"
 
 #include <chrono>
+#include <cstring>
 #include <random>
 #include <thread>
 
 #include "memtable/coding.h"
 #include "memtable/rocksdb/crash_point.h"
 #include "memtable/rocksdb/iterator_cache.h"
+#include "memtable/thread_id.h"
 #include "rocksdb/env.h"
 #include "rocksdb/version.h"
 
@@ -110,7 +112,7 @@ FlintRep::FlintRep(const rocksdb::MemTableRep::KeyComparator& cmp,
       logger_(logger),
       list_(&cmp_, pool_->pool(), root,
             RepListOptions(pool_->pool()->chunk_size())) {
-  pool_->OnListCreated(root_->list_id);
+  pool_->OnListCreated(root_);
 }
 
 FlintRep::~FlintRep() {
@@ -178,6 +180,22 @@ bool FlintRep::InsertKey(rocksdb::KeyHandle handle) {
   if (!has_entry_.load(std::memory_order_relaxed)) {
     has_entry_.store(true, std::memory_order_relaxed);
   }
+  if (ikey_len >= 8) {
+    uint64_t packed;  // (sequence << 8 | type), little-endian
+    std::memcpy(&packed, p + ikey_len - 8, sizeof(packed));
+    const int id = memtable::ThreadId::Get();
+    std::atomic<uint64_t>& m = min_seq_[(id < 0 ? 0 : id) % kSeqSlots].min;
+    uint64_t cur = m.load(std::memory_order_relaxed);
+    while (
+        (packed >> 8) < cur &&
+        !m.compare_exchange_weak(cur, packed >> 8, std::memory_order_relaxed)) {
+    }
+    constexpr uint8_t kTypeSingleDeletion = 0x7;  // db/dbformat.h
+    if ((packed & 0xff) == kTypeSingleDeletion &&
+        !single_delete_.load(std::memory_order_relaxed)) {
+      single_delete_.store(true, std::memory_order_relaxed);
+    }
+  }
   memtable::InsertResult result;
   Status s = list_.Insert(node, &result);
   while (!s.ok()) {  // only DRAM exhaustion
@@ -202,6 +220,13 @@ void FlintRep::MarkFlushed() {
   // never be recovered again (P6). Readers may still use it; its space is
   // reclaimed when RocksDB destroys the memtable.
   CrashPoint("flintkv_mark_flushed");  // tests: installed, not yet retired
+  uint64_t min_seq = ~0ull;  // every insert returned before the flush began
+  for (const SeqSlot& s : min_seq_) {
+    min_seq = std::min(min_seq, s.min.load(std::memory_order_relaxed));
+  }
+  if (min_seq != ~0ull && !single_delete_.load(std::memory_order_relaxed)) {
+    pool_->OnListFlushed(min_seq);
+  }
   pool_->pool()->SetListState(root_, pmem::kListRetired);
   flushed_.store(true, std::memory_order_release);
 }

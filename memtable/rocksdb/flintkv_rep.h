@@ -86,6 +86,18 @@ class FlintRep : public rocksdb::MemTableRep {
   std::atomic<bool> pressure_{false};    // pool nearly full: ask for a flush
   std::atomic<bool> has_entry_{false};   // an insert has begun
   std::atomic<size_t> sealed_usage_{0};  // usage frozen at MarkReadOnly
+  // Smallest RocksDB sequence number inserted, per writer thread (no shared
+  // cache line on the put path). MarkFlushed reports it (pool_session.h,
+  // flushed_floor): the flush's SST file holds an entry at least that new,
+  // and the MANIFEST records its sequence, unless the flush dropped every
+  // entry, which a memtable with a SingleDelete can (a Put/SingleDelete
+  // pair vanishes); such a memtable reports nothing.
+  static constexpr int kSeqSlots = 64;
+  struct alignas(64) SeqSlot {
+    std::atomic<uint64_t> min{~0ull};
+  };
+  SeqSlot min_seq_[kSeqSlots];
+  std::atomic<bool> single_delete_{false};
 };
 
 }  // namespace rocks

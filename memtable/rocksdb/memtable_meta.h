@@ -36,7 +36,13 @@ struct MemtableMeta {
   uint64_t incarnation;
   uint64_t family;
   uint64_t db_id_hash;
-  uint64_t reserved[2];
+  // A sequence number the DB's MANIFEST had reached (a flush of the list's
+  // life installed an SST file holding an entry at least this new) before
+  // the list was created or while it was live: the DB that wrote the list
+  // has a last sequence at least this large (0: none known, or a list older
+  // than the field). See FlintRep::min_seq_.
+  uint64_t flushed_floor;
+  uint64_t reserved[1];
 };
 static_assert(sizeof(MemtableMeta) <= sizeof(pmem::ListRoot::user),
               "MemtableMeta must fit the user area");

@@ -9,6 +9,7 @@
 #include <random>
 
 #include "memtable/rocksdb/watermark.h"
+#include "pmem/persist.h"
 
 namespace flintkv {
 namespace rocks {
@@ -199,6 +200,7 @@ Status PoolSession::BeginOpen(bool wal_logged, uint64_t write_buffer_size) {
   life_.wal_logged = wal_logged && !life_.wrapper;
   life_.db_id_hash = claimed_ ? claim_db_id_hash_ : 0;
   life_.opened = false;
+  life_.flushed_floor = 0;
   if (write_buffer_size > wbs_hint_.load(std::memory_order_relaxed)) {
     wbs_hint_.store(write_buffer_size, std::memory_order_relaxed);
   }
@@ -218,12 +220,13 @@ MemtableMeta PoolSession::NewListMeta(uint32_t column_family_id) {
   meta.incarnation = life_.incarnation;
   meta.family = life_.family;
   meta.db_id_hash = life_.db_id_hash;
+  meta.flushed_floor = life_.flushed_floor;
   return meta;
 }
 
-void PoolSession::OnListCreated(uint64_t list_id) {
+void PoolSession::OnListCreated(pmem::ListRoot* list) {
   std::lock_guard<std::mutex> g(mu_);
-  live_.insert(list_id);
+  live_[list->list_id] = list;
   live_lists_++;
 }
 
@@ -256,6 +259,18 @@ void PoolSession::OnListDestroyed(pmem::ListRoot* list, bool flushed,
   } else {
     // P6: the contents are in SST files, in the WAL, or there are none.
     pool_->DropList(list);
+  }
+}
+
+void PoolSession::OnListFlushed(uint64_t seq) {
+  std::lock_guard<std::mutex> g(mu_);
+  life_.flushed_floor = std::max(life_.flushed_floor, seq);
+  for (auto& [id, root] : live_) {
+    MemtableMeta* m = MutableMetaOf(root);
+    if (m->flushed_floor >= life_.flushed_floor) continue;
+    m->flushed_floor = life_.flushed_floor;
+    // A lower value after a crash only weakens the check, never wrongs it.
+    pmem::PmemPersist::Persist(&m->flushed_floor, sizeof(m->flushed_floor));
   }
 }
 

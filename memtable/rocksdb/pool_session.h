@@ -122,12 +122,17 @@ class PoolSession : public std::enable_shared_from_this<PoolSession> {
   MemtableMeta NewListMeta(uint32_t column_family_id);
   // The list backs a live memtable / its memtable is gone. OnListDestroyed
   // keeps or drops the list (S4); flushed: RocksDB called MarkFlushed.
-  void OnListCreated(uint64_t list_id);
+  void OnListCreated(pmem::ListRoot* list);
   void OnListDestroyed(pmem::ListRoot* list, bool flushed, bool empty,
                        std::string* kept_note);
   // RocksDB wrote the DB's OPTIONS file naming `incarnation`: the last step
   // of a successful DB::Open (also repeated at SetOptions and the like).
   void OnOptionsPersisted(uint64_t incarnation);
+  // A memtable of the current life was flushed (the MANIFEST edit is
+  // durable) and the MANIFEST's last sequence is at least seq (see
+  // FlintRep::min_seq_). Raised, durably, in the flushed_floor of every
+  // live list and of the lists created later.
+  void OnListFlushed(uint64_t seq);
   // The incarnation of the current (or last) life.
   uint64_t incarnation() const;
   // Largest write_buffer_size an open asked for (lock-free: memtables read
@@ -165,6 +170,7 @@ class PoolSession : public std::enable_shared_from_this<PoolSession> {
     bool wrapper = false;
     bool wal_logged = false;
     bool opened = false;  // DB::Open finished (S4)
+    uint64_t flushed_floor = 0;
   };
   PoolSession() = default;
   void ScanLeftoversLocked();
@@ -177,8 +183,8 @@ class PoolSession : public std::enable_shared_from_this<PoolSession> {
   SpaceRule space_;
   std::atomic<uint64_t> wbs_hint_{64ull << 20};
   Life life_;
-  int live_lists_ = 0;       // memtables of the current life
-  std::set<uint64_t> live_;  // their lists
+  int live_lists_ = 0;                        // memtables of the current life
+  std::map<uint64_t, pmem::ListRoot*> live_;  // their lists
   std::set<uint64_t> leftovers_;
   // The claim (a recovery about to open the DB) and what the next life
   // inherits from it.
