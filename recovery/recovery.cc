@@ -388,6 +388,7 @@ rocksdb::Status RecoverInto(
   for (auto* cf : handles) cf_by_id[cf->GetID()] = cf;
   // S3: only the lists the claim found to be this DB's (list_id order).
   std::vector<pmem::ListRoot*> lists = h->ClaimedLists();
+  if (!h->claim_note().empty()) Log(o, "flintkv: " + h->claim_note());
   r->lists_found = lists.size();
   r->watermark_used = wm.enabled() && o.watermark != WatermarkMode::kOff;
   if (o.watermark == WatermarkMode::kOn && !wm.enabled()) {

@@ -9,6 +9,8 @@
 
 #include <atomic>
 #include <string>
+#include <thread>
+#include <utility>
 
 #include "flintkv/recovery.h"
 #include "flintkv/rocksdb_memtable.h"
@@ -80,6 +82,49 @@ Register r3("checkpoint_flush_crash",
 Register r4("checkpoint_crash",
             [](const std::string& d) { CheckpointThenCrash(d, false); });
 
+// Two DB::Opens on one pool that race past the S1 check: each waits, in
+// its LockFile (after the factory's ValidateOptions, before any memtable),
+// until the other got there too. Then each writes its own keys, WAL off.
+class BarrierEnv : public rocksdb::EnvWrapper {
+ public:
+  explicit BarrierEnv(std::atomic<int>* arrived)
+      : EnvWrapper(rocksdb::Env::Default()), arrived_(arrived) {}
+  const char* Name() const override { return "BarrierEnv"; }
+  rocksdb::Status LockFile(const std::string& f,
+                           rocksdb::FileLock** l) override {
+    if (f.size() >= 4 && f.compare(f.size() - 4, 4, "LOCK") == 0) {
+      arrived_->fetch_add(1);
+      while (arrived_->load() < 2) std::this_thread::yield();
+    }
+    return EnvWrapper::LockFile(f, l);
+  }
+
+ private:
+  std::atomic<int>* arrived_;
+};
+Register r5("racing_opens", [](const std::string& d) {
+  std::system(("mkdir -p " + d + "/other").c_str());
+  std::atomic<int> arrived{0};
+  BarrierEnv env_a(&arrived), env_b(&arrived);
+  auto run = [&](rocksdb::Env* env, const std::string& db_dir,
+                 const std::string& prefix) {
+    rocksdb::Options o = PlainOptions(d);  // own factory, same pool_dir
+    o.env = env;
+    rocksdb::DB* db = nullptr;
+    Check(rocksdb::DB::Open(o, db_dir, &db), "racing open");
+    rocksdb::WriteOptions wo;
+    wo.disableWAL = true;
+    for (int i = 0; i < 100; i++) Check(db->Put(wo, Key(i), prefix), "put");
+    return db;
+  };
+  rocksdb::DB* a = nullptr;
+  std::thread t([&] { a = run(&env_a, DbDir(d), "a"); });
+  rocksdb::DB* b = run(&env_b, DbDir(d + "/other"), "b");
+  t.join();
+  Check(a && b ? rocksdb::Status::OK() : rocksdb::Status::Aborted(), "both");
+  Die();
+});
+
 const int kChild = test::RunScenarioIfChild();
 
 class OperationsTest : public test::ScenarioTest {
@@ -128,6 +173,62 @@ TEST_F(OperationsTest, SecondDbOnOnePoolRefusedAtOpen) {
   delete a;
   ASSERT_TRUE(rocksdb::DB::Open(o, dir_ + "/b", &b).ok());
   delete b;
+}
+
+// Item 1 (S1): two DB::Opens that race past the refusal (both validated
+// before either created a memtable) get two lives, each bound to its own
+// DB's info Logger: after a crash each DB recovers exactly its own writes.
+// (339a2cd and 7ff2f8c: DB A recovered both DBs' keys, DB B none.)
+TEST_F(OperationsTest, RacingOpensOnOnePoolKeepTheirOwnData) {
+  ASSERT_NO_FATAL_FAILURE(RunChild("racing_opens", dir_));
+  for (const auto& [db_dir, prefix] :
+       {std::pair<std::string, std::string>{DbDir(dir_), "a"},
+        {DbDir(dir_ + "/other"), "b"}}) {
+    SCOPED_TRACE(db_dir);
+    rocksdb::Status s = Recover(db_dir, Ro(dir_));
+    ASSERT_TRUE(s.ok()) << s.ToString();
+    rocksdb::DB* db = OpenStock(db_dir);
+    ASSERT_NE(db, nullptr);
+    for (int i = 0; i < 100; i++) ASSERT_EQ(Get(db, Key(i)), prefix) << i;
+    delete db;
+  }
+}
+
+// A read-only instance of the DB in the same process (RocksDB allows it)
+// fills memtables from the WAL without ever calling the factory's
+// ValidateOptions: its lists are unowned and dropped, never kept to be
+// replayed later over newer, compacted writes. (7ff2f8c: k came back as
+// v1 after a recovery.)
+TEST_F(OperationsTest, ReadOnlyInstanceLeavesNothingToReplay) {
+  ASSERT_EQ(std::system(("mkdir -p " + dir_).c_str()), 0);
+  rocksdb::Options o = PlainOptions(dir_);
+  rocksdb::DB* db = nullptr;
+  ASSERT_TRUE(rocksdb::DB::Open(o, DbDir(dir_), &db).ok());
+  ASSERT_TRUE(db->Put(rocksdb::WriteOptions(), "k", "v1").ok());  // WAL on
+  rocksdb::DB* ro = nullptr;
+  ASSERT_TRUE(rocksdb::DB::OpenForReadOnly(o, DbDir(dir_), &ro).ok());
+  EXPECT_EQ(Get(ro, "k"), "v1");
+  delete ro;
+  rocksdb::WriteOptions nowal;
+  nowal.disableWAL = true;
+  ASSERT_TRUE(db->Put(nowal, "k", "v2").ok());
+  ASSERT_TRUE(db->Flush(rocksdb::FlushOptions()).ok());
+  ASSERT_TRUE(db->Put(nowal, "z", "1").ok());
+  ASSERT_TRUE(db->Flush(rocksdb::FlushOptions()).ok());
+  rocksdb::CompactRangeOptions cro;
+  cro.bottommost_level_compaction = rocksdb::BottommostLevelCompaction::kForce;
+  ASSERT_TRUE(db->CompactRange(cro, nullptr, nullptr).ok());  // seqs zeroed
+  delete db;
+  PoolSummary ps;
+  ASSERT_TRUE(InspectPool(PoolDir(dir_), &ps).ok());
+  for (const auto& l : ps.lists) {
+    EXPECT_FALSE(l.leftover) << "list " << l.list_id << " kept";
+  }
+  db = nullptr;
+  rocksdb::Status s = rocksdb::DB::Open(PlainOptions(dir_), DbDir(dir_), &db);
+  ASSERT_TRUE(s.ok()) << s.ToString();
+  EXPECT_EQ(Get(db, "k"), "v2");
+  delete db;
 }
 
 // Item 1 (S3): lists left by DB A are never replayed into DB B that names

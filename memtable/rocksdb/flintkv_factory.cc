@@ -82,18 +82,22 @@ class FlintKVFactory : public rocksdb::MemTableRepFactory {
   const char* Name() const override { return kClassName(); }
   const char* NickName() const override { return kNickName(); }
 
-  // Runs after the options string is applied: checks the values. The pool
-  // opens at the first DB::Open that uses the factory (ValidateOptions), so
-  // a bad pool still fails DB::Open, not a later write. Not here: RocksDB
-  // 7.8 also prepares the factory an OPTIONS file names when a tool merely
-  // reads the file (LoadOptionsFromFile, whatever invoke_prepare_options
-  // says), and a moved or restored DB's file names a stale pool_dir that
-  // must be neither opened nor created.
+  // Runs after the options string is applied: checks the values and opens
+  // the pool, so that a bad or busy pool fails option parsing (stock tools
+  // report it) and not a memtable creation, which has no error channel.
+  // Not when the caller asked for no preparation: RocksDB 7.8 prepares the
+  // factory an OPTIONS file names even while a tool merely reads the file
+  // (LoadOptionsFromFile), passing invoke_prepare_options = false, and a
+  // moved or restored DB's file names a stale pool_dir that must be neither
+  // opened nor created. DB::Open then opens it (ValidateOptions).
   // An OPTIONS file may also name the factory without a pool_dir (written
   // by a host that made it before its options were registered); DB::Open
-  // refuses that (ValidateOptions) unless the loader puts its own in.
+  // refuses that unless the loader puts its own factory in.
   rocksdb::Status PrepareOptions(const rocksdb::ConfigOptions& co) override {
     rocksdb::Status s = CheckValues(/*need_pool_dir=*/false);
+    if (s.ok() && co.invoke_prepare_options && !options_.pool_dir.empty()) {
+      s = Open();
+    }
     if (!s.ok()) return s;
     return rocksdb::MemTableRepFactory::PrepareOptions(co);
   }
@@ -133,10 +137,11 @@ class FlintKVFactory : public rocksdb::MemTableRepFactory {
       std::fprintf(stderr, "flintkv: fatal: %s\n", os.ToString().c_str());
       std::abort();
     }
-    MemtableMeta meta = pool_->NewListMeta(column_family_id);
+    MemtableMeta meta = pool_->NewListMeta(column_family_id, logger);
     // Serialized into the OPTIONS file RocksDB writes once the open's
     // memtables exist; within a life the value does not change.
-    if (life_.incarnation != meta.incarnation) {
+    if (meta.incarnation != kUnownedIncarnation &&
+        life_.incarnation != meta.incarnation) {
       life_.incarnation = meta.incarnation;
       life_.family = meta.family;
     }

@@ -8,6 +8,7 @@
 #include "memtable/coding.h"
 #include "memtable/rocksdb/crash_point.h"
 #include "memtable/rocksdb/iterator_cache.h"
+#include "memtable/rocksdb/memtable_meta.h"
 #include "memtable/thread_id.h"
 #include "rocksdb/env.h"
 #include "rocksdb/version.h"
@@ -225,7 +226,7 @@ void FlintRep::MarkFlushed() {
     min_seq = std::min(min_seq, s.min.load(std::memory_order_relaxed));
   }
   if (min_seq != ~0ull && !single_delete_.load(std::memory_order_relaxed)) {
-    pool_->OnListFlushed(min_seq);
+    pool_->OnListFlushed(MetaOf(root_)->incarnation, min_seq);
   }
   pool_->pool()->SetListState(root_, pmem::kListRetired);
   flushed_.store(true, std::memory_order_release);

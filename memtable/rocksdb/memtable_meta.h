@@ -13,6 +13,9 @@ constexpr uint64_t kMemtableMetaMagic = 0x314154454d544e46ull;  // "FNTMETA1"
 // MemtableMeta::recovery_state: a recovery found this list's data missing
 // from the SST files and will replay it (recovery/recovery.cc).
 constexpr uint32_t kReplayPending = 1;
+// MemtableMeta::incarnation of a read-only or secondary instance's
+// memtable (pool_session.h): WAL replay only, never recovered.
+constexpr uint64_t kUnownedIncarnation = ~0ull;
 // Interrupted recoveries of one list whose copies recovery can recognise.
 constexpr int kMaxCopySpans = 4;
 

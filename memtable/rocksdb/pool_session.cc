@@ -133,11 +133,21 @@ uint64_t PoolSession::NewIncarnation() {
 void PoolSession::ScanLeftoversLocked() {
   leftovers_.clear();
   for (pmem::ListRoot* l : pool_->Lists()) {
-    if (l->kind == pmem::kListMemtable && l->head.next != 0 &&
-        !live_.count(l->list_id)) {
-      leftovers_.insert(l->list_id);
+    if (l->kind != pmem::kListMemtable || live_.count(l->list_id)) continue;
+    if (MetaOf(l)->magic == kMemtableMetaMagic &&
+        MetaOf(l)->incarnation == kUnownedIncarnation) {
+      pool_->DropList(l);  // a read-only instance's WAL replay (S1)
+      continue;
     }
+    if (l->head.next != 0) leftovers_.insert(l->list_id);
   }
+}
+
+bool PoolSession::AnyLiveLocked() const {
+  for (const auto& [inc, life] : lives_) {
+    if (life.lists > 0) return true;
+  }
+  return false;
 }
 
 std::string PoolSession::LeftoverSummaryLocked() const {
@@ -172,12 +182,17 @@ bool PoolSession::wrapper_claim() const {
 Status PoolSession::BeginOpen(bool wal_logged, uint64_t write_buffer_size) {
   std::lock_guard<std::mutex> g(mu_);
   const std::string& path = pool_->path();
-  if (live_lists_ > 0) {  // S1
+  if (AnyLiveLocked()) {  // S1
     return Status::Busy(
         "flintkv: pool " + path +
         " already serves a DB that is open in this process; each DB needs "
         "its own pool_dir (e.g. --memtablerep=\"id=flintkv;pool_dir=" +
         pool_dir_ + "-2\" for the second DB)");
+  }
+  if (claimed_ && claim_thread_ != std::this_thread::get_id()) {
+    return Status::Busy("flintkv: pool " + path +
+                        " is claimed by a recovery running on another thread "
+                        "of this process; open the DB once it is done");
   }
   if (!claimed_) ScanLeftoversLocked();
   if (!claimed_ && !leftovers_.empty()) {  // S2
@@ -185,72 +200,95 @@ Status PoolSession::BeginOpen(bool wal_logged, uint64_t write_buffer_size) {
         "flintkv: pool " + path + " holds " +
         std::to_string(leftovers_.size()) + " unflushed memtable(s) (" +
         LeftoverSummaryLocked() +
-        ") of a crashed run or of a close that did not flush them; recover "
-        "them first: flintkv_tool recover --db=<this DB's path> --pool_dir=" +
+        ") of a crashed run, of a close that did not flush them, or of a "
+        "dropped column family; recover them first: flintkv_tool recover "
+        "--db=<this DB's path> --pool_dir=" +
         pool_dir_ +
         " (or open the DB with flintkv::OpenDB, which recovers by itself)");
   }
-  // A new life. The open's next column family starts it again: no list
-  // carries the number yet (S1: none is live). Pressure reports use the
-  // largest write_buffer_size any open asked for (an over-report only
-  // brings a flush forward).
-  life_.incarnation = NewIncarnation();
-  life_.family = claimed_ && claim_family_ ? claim_family_ : life_.incarnation;
-  life_.wrapper = claimed_ && claim_wrapper_;
-  life_.wal_logged = wal_logged && !life_.wrapper;
-  life_.db_id_hash = claimed_ ? claim_db_id_hash_ : 0;
-  life_.opened = false;
-  life_.flushed_floor = 0;
+  // A new life for this thread's open. The open's next column family
+  // prepares it again: no list carries the number yet. Pressure reports
+  // use the largest write_buffer_size any open asked for (an over-report
+  // only brings a flush forward).
+  Life life;
+  life.incarnation = NewIncarnation();
+  life.family = claimed_ && claim_family_ ? claim_family_ : life.incarnation;
+  life.wrapper = claimed_ && claim_wrapper_;
+  life.wal_logged = wal_logged && !life.wrapper;
+  life.db_id_hash = claimed_ ? claim_db_id_hash_ : 0;
+  prepared_[std::this_thread::get_id()] = life;
   if (write_buffer_size > wbs_hint_.load(std::memory_order_relaxed)) {
     wbs_hint_.store(write_buffer_size, std::memory_order_relaxed);
   }
   return Status::OK();
 }
 
-MemtableMeta PoolSession::NewListMeta(uint32_t column_family_id) {
+MemtableMeta PoolSession::NewListMeta(uint32_t column_family_id,
+                                      const void* logger) {
   std::lock_guard<std::mutex> g(mu_);
-  if (life_.incarnation == 0)
-    life_.family = life_.incarnation = NewIncarnation();
   MemtableMeta meta{};
   meta.magic = kMemtableMetaMagic;
   meta.column_family_id = column_family_id;
   meta.created_micros = std::chrono::duration_cast<std::chrono::microseconds>(
                             std::chrono::system_clock::now().time_since_epoch())
                             .count();
-  meta.incarnation = life_.incarnation;
-  meta.family = life_.family;
-  meta.db_id_hash = life_.db_id_hash;
-  meta.flushed_floor = life_.flushed_floor;
+  const Life* life = nullptr;
+  for (const auto& [inc, l] : lives_) {
+    if (l.logger == logger) life = &l;
+  }
+  if (!life) {
+    // The first memtable of an open (on the thread that opens the DB)
+    // binds the thread's prepared life to the DB's Logger.
+    auto it = prepared_.find(std::this_thread::get_id());
+    if (it != prepared_.end()) {
+      it->second.logger = logger;
+      life = &(lives_[it->second.incarnation] = it->second);
+      prepared_.erase(it);
+    }
+  }
+  if (!life) {  // a read-only or secondary instance (S1): never recovered
+    meta.incarnation = kUnownedIncarnation;
+    return meta;
+  }
+  meta.incarnation = life->incarnation;
+  meta.family = life->family;
+  meta.db_id_hash = life->db_id_hash;
+  meta.flushed_floor = life->flushed_floor;
   return meta;
 }
 
 void PoolSession::OnListCreated(pmem::ListRoot* list) {
   std::lock_guard<std::mutex> g(mu_);
   live_[list->list_id] = list;
-  live_lists_++;
+  auto it = lives_.find(MetaOf(list)->incarnation);
+  if (it != lives_.end()) it->second.lists++;
 }
 
 void PoolSession::OnListDestroyed(pmem::ListRoot* list, bool flushed,
                                   bool empty, std::string* kept_note) {
   std::lock_guard<std::mutex> g(mu_);
   live_.erase(list->list_id);
-  live_lists_--;
+  auto it = lives_.find(MetaOf(list)->incarnation);
+  Life* life = it == lives_.end() ? nullptr : &it->second;
   // S4. RocksDB destroys a memtable without MarkFlushed when its data is
   // in SST files some other way (the flush ending WAL recovery inside
   // DB::Open), in the WAL (a Close with WAL-logged writes does not flush),
-  // when a flush failed (disk full), at a Close with
-  // avoid_flush_during_shutdown (also set at run time with SetDBOptions,
-  // which no factory hook sees), or for a dropped column family. Only the
-  // first is told apart (the open has not finished); otherwise only a life
-  // that declared every write WAL-logged lets such a list go. Keeping a
-  // WAL-replay list would be wrong, not just wasteful: its entries are in
-  // SST files whose sequence numbers a compaction may zero before a later
-  // recovery, which would then replay them over newer writes.
-  const bool keep = !flushed && !empty && !life_.wal_logged && life_.opened;
+  // when a flush failed (disk full; RocksDB ignores a failed flush at
+  // Close), at a Close with avoid_flush_during_shutdown (also set at run
+  // time with SetDBOptions, which no factory hook sees), or for a dropped
+  // column family. Only the first is told apart (the open has not
+  // finished); otherwise only a life that declared every write WAL-logged
+  // lets such a list go. Keeping a WAL-replay list would be wrong, not
+  // just wasteful: its entries are in SST files whose sequence numbers a
+  // compaction may zero before a later recovery, which would then replay
+  // them over newer writes. An unowned list (read-only or secondary
+  // instance) holds WAL replay only.
+  const bool keep =
+      life && !flushed && !empty && !life->wal_logged && life->opened;
   if (keep) {
     leftovers_.insert(list->list_id);
     if (kept_note) {
-      *kept_note = life_.wrapper
+      *kept_note = life->wrapper
                        ? "flintkv::OpenDB recovers it at the next open"
                        : "the next DB::Open asks for `flintkv_tool recover "
                          "--pool_dir=" +
@@ -260,15 +298,22 @@ void PoolSession::OnListDestroyed(pmem::ListRoot* list, bool flushed,
     // P6: the contents are in SST files, in the WAL, or there are none.
     pool_->DropList(list);
   }
+  if (life && --life->lists == 0) lives_.erase(it);
 }
 
-void PoolSession::OnListFlushed(uint64_t seq) {
+void PoolSession::OnListFlushed(uint64_t incarnation, uint64_t seq) {
   std::lock_guard<std::mutex> g(mu_);
-  life_.flushed_floor = std::max(life_.flushed_floor, seq);
+  auto it = lives_.find(incarnation);
+  if (it == lives_.end()) return;
+  Life& life = it->second;
+  life.flushed_floor = std::max(life.flushed_floor, seq);
   for (auto& [id, root] : live_) {
     MemtableMeta* m = MutableMetaOf(root);
-    if (m->flushed_floor >= life_.flushed_floor) continue;
-    m->flushed_floor = life_.flushed_floor;
+    if (m->incarnation != incarnation ||
+        m->flushed_floor >= life.flushed_floor) {
+      continue;
+    }
+    m->flushed_floor = life.flushed_floor;
     // A lower value after a crash only weakens the check, never wrongs it.
     pmem::PmemPersist::Persist(&m->flushed_floor, sizeof(m->flushed_floor));
   }
@@ -276,17 +321,13 @@ void PoolSession::OnListFlushed(uint64_t seq) {
 
 void PoolSession::OnOptionsPersisted(uint64_t incarnation) {
   std::lock_guard<std::mutex> g(mu_);
-  if (incarnation == life_.incarnation && live_lists_ > 0) life_.opened = true;
-}
-
-uint64_t PoolSession::incarnation() const {
-  std::lock_guard<std::mutex> g(mu_);
-  return life_.incarnation;
+  auto it = lives_.find(incarnation);
+  if (it != lives_.end() && it->second.lists > 0) it->second.opened = true;
 }
 
 Status PoolSession::Claim(const DbBinding& b, bool wrapper) {
   std::lock_guard<std::mutex> g(mu_);
-  if (live_lists_ > 0) {
+  if (AnyLiveLocked()) {
     return Status::Busy("flintkv: pool " + pool_->path() +
                         " serves a DB that is open in this process; close "
                         "it before recovering " +
@@ -337,16 +378,24 @@ Status PoolSession::Claim(const DbBinding& b, bool wrapper) {
     return m->family == meta.begin()->second->family;
   };
   std::string others;
+  std::set<uint64_t> own;
   for (auto& [id, m] : meta) {
     const bool db_mismatch = m->db_id_hash != 0 && b.db_id_hash != 0 &&
                              m->db_id_hash != b.db_id_hash;
-    if (ours(m) && !db_mismatch) continue;
+    if (ours(m) && !db_mismatch) {
+      own.insert(id);
+      continue;
+    }
     if (!others.empty()) others += ", ";
     others += "list " + std::to_string(id) + " (incarnation " +
               Hex(m->incarnation) + ", family " + Hex(m->family) +
               (db_mismatch ? ", another DB IDENTITY" : "") + ")";
   }
-  if (!others.empty()) {
+  // Another DB's lists are never claimed. They can sit beside this DB's
+  // only if two opens raced past S1 (each DB's lists then carry its own
+  // family): claim this DB's and leave the rest to their DB's recovery.
+  // With nothing of this DB's, the named DB is the wrong one: refuse.
+  if (!others.empty() && own.empty()) {
     return Status::InvalidArgument(
         "flintkv: pool " + path + " holds unflushed memtables that are not " +
         b.db_path + "'s: " + others + "; " +
@@ -365,13 +414,14 @@ Status PoolSession::Claim(const DbBinding& b, bool wrapper) {
         "accept_incarnation)");
   }
   claimed_ = true;
+  claim_thread_ = std::this_thread::get_id();
   claim_wrapper_ = wrapper;
   // The recovering life continues the leftovers' family, so that an
   // interrupted recovery's lists and OPTIONS file still name it.
-  claim_family_ = meta.empty() ? 0 : meta.begin()->second->family;
+  claim_family_ = own.empty() ? 0 : meta[*own.begin()]->family;
   claim_db_id_hash_ = b.db_id_hash;
-  claimed_lists_.clear();
-  for (auto& [id, m] : meta) claimed_lists_.insert(id);
+  claimed_lists_ = own;
+  claim_note_ = others.empty() ? "" : "left for their own DB: " + others;
   keep_alive_ = shared_from_this();
   return Status::OK();
 }
@@ -383,6 +433,11 @@ std::vector<pmem::ListRoot*> PoolSession::ClaimedLists() const {
     if (claimed_lists_.count(l->list_id)) out.push_back(l);
   }
   return out;
+}
+
+std::string PoolSession::claim_note() const {
+  std::lock_guard<std::mutex> g(mu_);
+  return claim_note_;
 }
 
 bool PoolSession::claimed() const {

@@ -11,7 +11,13 @@
 //   leftovers ─Claim (identity checked)─▶ claimed ─BeginOpen─▶ opening
 //   claimed ─FinishRecovery / ReleaseClaim─▶ idle / leftovers
 //
-// A life is one DB::Open to Close of one DB. It gets a random incarnation
+// A life is one DB::Open to Close of one DB. BeginOpen prepares it for the
+// opening thread; the open's first memtable (created on that thread, inside
+// DB::Open) binds it to the DB's info Logger, which tells this DB's later
+// memtables from another DB's. A memtable whose Logger belongs to no life
+// and whose thread prepared none is a read-only or secondary instance's
+// (those opens never call ValidateOptions): its list is unowned, holds WAL
+// replay only, and is always dropped. A life gets a random incarnation
 // number and a family: its own number, or, for a life that recovers
 // leftovers, the family of those leftovers (so a chain of interrupted
 // recoveries stays one family). Both are recorded in every list the life
@@ -21,7 +27,9 @@
 //
 // Invariants (docs/invariants.md):
 //  S1 one DB life per pool at a time: BeginOpen refuses while another life
-//     has memtables (two DBs on one pool would mix their lists);
+//     has memtables or a recovery claim is another thread's; two opens that
+//     race past it get two lives, each bound to its own DB's Logger, so
+//     their lists never mix;
 //  S2 a DB::Open over unrecovered leftovers proceeds only under a recovery
 //     claim (P6: new writes would reuse the lost sequence numbers);
 //  S3 every list carries the incarnation, family and DB identity of the
@@ -46,6 +54,7 @@
 #include <mutex>
 #include <set>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "flintkv/status.h"
@@ -112,14 +121,15 @@ class PoolSession : public std::enable_shared_from_this<PoolSession> {
   const SpaceRule& space() const { return space_; }
 
   // ---- DB lives (the factory and its memtables) ----
-  // DB::Open is starting (once per column family; option_checks.h has run).
-  // Refuses a second DB (S1) and an open over unclaimed leftovers (S2).
-  // Otherwise starts a new life (again for the open's next column family).
+  // DB::Open is starting on this thread (once per column family;
+  // option_checks.h has run). Refuses a second DB (S1) and an open over
+  // unclaimed leftovers (S2); otherwise prepares a new life for the thread.
   Status BeginOpen(bool wal_logged, uint64_t write_buffer_size);
   // The next life is an OpenDB wrapper's (its claim says so).
   bool wrapper_claim() const;
-  // A memtable of the current life is being created: its list's stamp.
-  MemtableMeta NewListMeta(uint32_t column_family_id);
+  // A memtable of the DB whose info log is `logger` is being created: its
+  // list's stamp (binds the thread's prepared life to the DB, see above).
+  MemtableMeta NewListMeta(uint32_t column_family_id, const void* logger);
   // The list backs a live memtable / its memtable is gone. OnListDestroyed
   // keeps or drops the list (S4); flushed: RocksDB called MarkFlushed.
   void OnListCreated(pmem::ListRoot* list);
@@ -128,13 +138,11 @@ class PoolSession : public std::enable_shared_from_this<PoolSession> {
   // RocksDB wrote the DB's OPTIONS file naming `incarnation`: the last step
   // of a successful DB::Open (also repeated at SetOptions and the like).
   void OnOptionsPersisted(uint64_t incarnation);
-  // A memtable of the current life was flushed (the MANIFEST edit is
+  // A memtable of life `incarnation` was flushed (the MANIFEST edit is
   // durable) and the MANIFEST's last sequence is at least seq (see
-  // FlintRep::min_seq_). Raised, durably, in the flushed_floor of every
-  // live list and of the lists created later.
-  void OnListFlushed(uint64_t seq);
-  // The incarnation of the current (or last) life.
-  uint64_t incarnation() const;
+  // FlintRep::min_seq_). Raised, durably, in the flushed_floor of the
+  // life's live lists and of the lists it creates later.
+  void OnListFlushed(uint64_t incarnation, uint64_t seq);
   // Largest write_buffer_size an open asked for (lock-free: memtables read
   // it on the write path under pool pressure).
   uint64_t write_buffer_size_hint() const {
@@ -142,14 +150,17 @@ class PoolSession : public std::enable_shared_from_this<PoolSession> {
   }
 
   // ---- Recovery ----
-  // Claims the leftovers for the DB `b` names (S3), for an open that
+  // Claims the leftovers of the DB `b` names (S3), for an open that
   // recovers them before any write: OpenDB (wrapper = true) or RecoverDB /
-  // BeginRecovery. Refuses, changing nothing, if a leftover list belongs to
-  // another DB or life, or if the DB was opened without FlintKV since.
+  // BeginRecovery. Never claims another DB's lists: refuses, changing
+  // nothing, if every leftover is another DB's or life's, or if the DB was
+  // opened without FlintKV since; leaves them if the DB has its own too.
   Status Claim(const DbBinding& b, bool wrapper);
   // The claimed leftover lists, in list_id order.
   std::vector<pmem::ListRoot*> ClaimedLists() const;
   bool claimed() const;
+  // Leftovers of another DB the claim left in the pool ("" if none).
+  std::string claim_note() const;
   // Recovery put the claimed lists' data in SST files; they are dropped by
   // the caller. Ends the claim.
   void FinishRecovery();
@@ -171,7 +182,10 @@ class PoolSession : public std::enable_shared_from_this<PoolSession> {
     bool wal_logged = false;
     bool opened = false;  // DB::Open finished (S4)
     uint64_t flushed_floor = 0;
+    const void* logger = nullptr;  // the DB's info log (binds memtables)
+    int lists = 0;                 // live memtables
   };
+  bool AnyLiveLocked() const;
   PoolSession() = default;
   void ScanLeftoversLocked();
   std::string LeftoverSummaryLocked() const;
@@ -182,17 +196,19 @@ class PoolSession : public std::enable_shared_from_this<PoolSession> {
   std::string pool_dir_;
   SpaceRule space_;
   std::atomic<uint64_t> wbs_hint_{64ull << 20};
-  Life life_;
-  int live_lists_ = 0;                        // memtables of the current life
-  std::map<uint64_t, pmem::ListRoot*> live_;  // their lists
+  std::map<std::thread::id, Life> prepared_;  // by BeginOpen, not yet bound
+  std::map<uint64_t, Life> lives_;            // bound, by incarnation
+  std::map<uint64_t, pmem::ListRoot*> live_;  // lists of live memtables
   std::set<uint64_t> leftovers_;
   // The claim (a recovery about to open the DB) and what the next life
   // inherits from it.
   bool claimed_ = false;
+  std::thread::id claim_thread_;  // the recovery's thread: it opens the DB
   bool claim_wrapper_ = false;
   uint64_t claim_family_ = 0;
   uint64_t claim_db_id_hash_ = 0;
   std::set<uint64_t> claimed_lists_;
+  std::string claim_note_;
   // Kept alive while claimed: between the claim and DB::Open nothing else
   // may hold the session.
   std::shared_ptr<PoolSession> keep_alive_;
