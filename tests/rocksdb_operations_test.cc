@@ -8,6 +8,8 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <map>
+#include <random>
 #include <string>
 #include <thread>
 #include <utility>
@@ -16,6 +18,7 @@
 #include "flintkv/rocksdb_memtable.h"
 #include "rocksdb/db.h"
 #include "rocksdb/env.h"
+#include "rocksdb/sst_file_writer.h"
 #include "rocksdb/utilities/checkpoint.h"
 #include "tests/rocksdb_scenario.h"
 
@@ -122,6 +125,40 @@ Register r5("racing_opens", [](const std::string& d) {
   rocksdb::DB* b = run(&env_b, DbDir(d + "/other"), "b");
   t.join();
   Check(a && b ? rocksdb::Status::OK() : rocksdb::Status::Aborted(), "both");
+  Die();
+});
+
+// The foreign-writer campaign's child: WAL-less puts and deletes on 40
+// keys, chosen by FLINTKV_CAMPAIGN_SEED, some flushed, then SIGKILL. Every
+// operation was acknowledged; ChildModel() replays the same choices.
+constexpr int kCampaignKeys = 40;
+std::map<std::string, std::string> ChildModel(uint64_t seed,
+                                              rocksdb::DB* db = nullptr) {
+  std::mt19937_64 rng(seed);
+  std::map<std::string, std::string> model;
+  rocksdb::WriteOptions wo;
+  wo.disableWAL = true;
+  const int ops = 50 + static_cast<int>(rng() % 200);
+  for (int i = 0; i < ops; i++) {
+    std::string k = Key(static_cast<int>(rng() % kCampaignKeys));
+    if (rng() % 4 == 0) {
+      model.erase(k);
+      if (db) Check(db->Delete(wo, k), "delete");
+    } else {
+      std::string v = "c" + std::to_string(seed) + "." + std::to_string(i);
+      model[k] = v;
+      if (db) Check(db->Put(wo, k, v), "put");
+    }
+    const bool flush = rng() % 60 == 0;  // drawn with or without a DB
+    if (db && flush) Check(db->Flush(rocksdb::FlushOptions()), "flush");
+  }
+  return model;
+}
+Register r6("campaign_child", [](const std::string& d) {
+  rocksdb::DB* db = nullptr;
+  Check(rocksdb::DB::Open(PlainOptions(d), DbDir(d), &db), "open");
+  ChildModel(std::strtoull(std::getenv("FLINTKV_CAMPAIGN_SEED"), nullptr, 10),
+             db);
   Die();
 });
 
@@ -287,6 +324,90 @@ TEST_F(OperationsTest, ForeignWriteAfterCrashIsNotReverted) {
   s = rocksdb::DB::Open(PlainOptions(dir_), DbDir(dir_), &db);
   EXPECT_FALSE(s.ok());
   delete db;
+}
+
+// Item 2, as a campaign: per round a child writes and dies; a process
+// without the plugin then puts, deletes or ingests random keys; recovery
+// must refuse, change nothing in the pool and keep every foreign write;
+// the override then brings back every acknowledged write the foreign
+// process did not touch. 12 rounds (1000 with FLINTKV_LONG_TESTS=1).
+TEST_F(OperationsTest, ForeignWriterCampaign) {
+  const int rounds = test::LongMode() ? 1000 : 12;
+  const char* seed_env = std::getenv("FLINTKV_SEED");  // fixed unless set
+  const uint64_t base =
+      seed_env ? std::strtoull(seed_env, nullptr, 10) : 20261126;
+  for (int round = 0; round < rounds; round++) {
+    const uint64_t seed = base + round;
+    SCOPED_TRACE("round " + std::to_string(round) + " FLINTKV_SEED=" +
+                 std::to_string(base));
+    std::system(("rm -rf " + dir_).c_str());
+    setenv("FLINTKV_CAMPAIGN_SEED", std::to_string(seed).c_str(), 1);
+    ASSERT_NO_FATAL_FAILURE(RunChild("campaign_child", dir_));
+    std::map<std::string, std::string> acked = ChildModel(seed);
+    // The foreign process (stock RocksDB, WAL on).
+    std::mt19937_64 rng(seed * 7919);
+    std::map<std::string, std::string> foreign;  // key -> value ("" deleted)
+    {
+      rocksdb::DB* db = OpenStock(DbDir(dir_));
+      ASSERT_NE(db, nullptr);
+      const int n = 1 + static_cast<int>(rng() % 10);
+      for (int i = 0; i < n; i++) {
+        std::string k = Key(static_cast<int>(rng() % kCampaignKeys));
+        if (rng() % 3 == 0) {
+          ASSERT_TRUE(db->Delete(rocksdb::WriteOptions(), k).ok());
+          foreign[k] = "";
+        } else {
+          foreign[k] = "f" + std::to_string(i);
+          ASSERT_TRUE(db->Put(rocksdb::WriteOptions(), k, foreign[k]).ok());
+        }
+      }
+      if (rng() % 3 == 0) {  // an ingested file
+        rocksdb::SstFileWriter w(rocksdb::EnvOptions(), BaseOptions());
+        std::string sst = dir_ + "/ext.sst";
+        std::string k = Key(kCampaignKeys + 1);
+        ASSERT_TRUE(w.Open(sst).ok());
+        ASSERT_TRUE(w.Put(k, "ingested").ok());
+        ASSERT_TRUE(w.Finish().ok());
+        ASSERT_TRUE(
+            db->IngestExternalFile({sst}, rocksdb::IngestExternalFileOptions())
+                .ok());
+        foreign[k] = "ingested";
+      }
+      delete db;
+    }
+    PoolSummary before;
+    ASSERT_TRUE(InspectPool(PoolDir(dir_), &before).ok());
+    rocksdb::Status s = Recover(DbDir(dir_), Ro(dir_));
+    ASSERT_FALSE(s.ok()) << "recovery after a foreign open";
+    EXPECT_TRUE(Has(s, "allow_foreign_open")) << s.ToString();
+    PoolSummary after;
+    ASSERT_TRUE(InspectPool(PoolDir(dir_), &after).ok());
+    ASSERT_EQ(before.lists.size(), after.lists.size());
+    for (size_t i = 0; i < before.lists.size(); i++) {
+      EXPECT_EQ(before.lists[i].list_id, after.lists[i].list_id);
+      EXPECT_EQ(before.lists[i].entries, after.lists[i].entries);
+    }
+    rocksdb::DB* db = nullptr;
+    ASSERT_TRUE(
+        rocksdb::DB::OpenForReadOnly(BaseOptions(), DbDir(dir_), &db).ok());
+    for (const auto& [k, v] : foreign) {
+      EXPECT_EQ(Get(db, k), v.empty() ? "<NotFound: >" : v) << k;
+    }
+    delete db;
+    RecoveryOptions ro = Ro(dir_);
+    ro.allow_foreign_open = true;
+    ASSERT_TRUE(Recover(DbDir(dir_), ro).ok());
+    db = OpenStock(DbDir(dir_));
+    ASSERT_NE(db, nullptr);
+    for (int i = 0; i < kCampaignKeys; i++) {
+      const std::string k = Key(i);
+      if (foreign.count(k)) continue;  // ordered by sequence number only
+      auto it = acked.find(k);
+      ASSERT_EQ(Get(db, k), it == acked.end() ? "<NotFound: >" : it->second)
+          << k;
+    }
+    delete db;
+  }
 }
 
 // Item 3 is ReviewTest.FailedCloseFlushKeepsAcknowledgedWrites.
