@@ -114,7 +114,8 @@ class FlintKVFactory : public rocksdb::MemTableRepFactory {
     rocksdb::Status us = CheckOptions(db, cf, ctx);
     if (!us.ok()) return us;
     // S1, S2; starts the DB's life on the pool.
-    us = ToRocks(pool_->BeginOpen(options_.wal_logged, cf.write_buffer_size));
+    us = ToRocks(
+        pool_->BeginOpen(this, options_.wal_logged, cf.write_buffer_size));
     if (!us.ok()) return us;
     return rocksdb::MemTableRepFactory::ValidateOptions(db, cf);
   }

@@ -179,9 +179,23 @@ bool PoolSession::wrapper_claim() const {
   return claimed_ && claim_wrapper_;
 }
 
-Status PoolSession::BeginOpen(bool wal_logged, uint64_t write_buffer_size) {
+Status PoolSession::BeginOpen(const void* factory, bool wal_logged,
+                              uint64_t write_buffer_size) {
   std::lock_guard<std::mutex> g(mu_);
   const std::string& path = pool_->path();
+  const auto now = std::chrono::steady_clock::now();
+  for (const auto& [thread, p] : prepared_) {
+    // An entry older than a minute is an open that failed before its first
+    // memtable (a DB::Open gets from ValidateOptions to its memtables in
+    // milliseconds): it no longer holds the factory.
+    if (thread != std::this_thread::get_id() && p.factory == factory &&
+        now - p.prepared_at < std::chrono::minutes(1)) {
+      return Status::Busy(
+          "flintkv: another thread of this process is opening a DB with the "
+          "same memtable factory on pool " +
+          path + "; each DB needs its own pool_dir (and a factory of its own)");
+    }
+  }
   if (AnyLiveLocked()) {  // S1
     return Status::Busy(
         "flintkv: pool " + path +
@@ -216,6 +230,8 @@ Status PoolSession::BeginOpen(bool wal_logged, uint64_t write_buffer_size) {
   life.wrapper = claimed_ && claim_wrapper_;
   life.wal_logged = wal_logged && !life.wrapper;
   life.db_id_hash = claimed_ ? claim_db_id_hash_ : 0;
+  life.factory = factory;
+  life.prepared_at = now;
   prepared_[std::this_thread::get_id()] = life;
   if (write_buffer_size > wbs_hint_.load(std::memory_order_relaxed)) {
     wbs_hint_.store(write_buffer_size, std::memory_order_relaxed);

@@ -27,9 +27,11 @@
 //
 // Invariants (docs/invariants.md):
 //  S1 one DB life per pool at a time: BeginOpen refuses while another life
-//     has memtables or a recovery claim is another thread's; two opens that
-//     race past it get two lives, each bound to its own DB's Logger, so
-//     their lists never mix;
+//     has memtables, a recovery claim is another thread's, or another
+//     thread is opening a DB with the same factory (its OPTIONS file would
+//     record either life); two opens that race past it with their own
+//     factories get two lives, each bound to its own DB's Logger, so their
+//     lists never mix;
 //  S2 a DB::Open over unrecovered leftovers proceeds only under a recovery
 //     claim (P6: new writes would reuse the lost sequence numbers);
 //  S3 every list carries the incarnation, family and DB identity of the
@@ -48,6 +50,7 @@
 #pragma once
 
 #include <atomic>
+#include <chrono>
 #include <cstdint>
 #include <map>
 #include <memory>
@@ -124,7 +127,10 @@ class PoolSession : public std::enable_shared_from_this<PoolSession> {
   // DB::Open is starting on this thread (once per column family;
   // option_checks.h has run). Refuses a second DB (S1) and an open over
   // unclaimed leftovers (S2); otherwise prepares a new life for the thread.
-  Status BeginOpen(bool wal_logged, uint64_t write_buffer_size);
+  // `factory`: the factory object (a DB's OPTIONS file records the life of
+  // the factory that serialized it, so one factory serves one opening DB).
+  Status BeginOpen(const void* factory, bool wal_logged,
+                   uint64_t write_buffer_size);
   // The next life is an OpenDB wrapper's (its claim says so).
   bool wrapper_claim() const;
   // A memtable of the DB whose info log is `logger` is being created: its
@@ -183,7 +189,9 @@ class PoolSession : public std::enable_shared_from_this<PoolSession> {
     bool opened = false;  // DB::Open finished (S4)
     uint64_t flushed_floor = 0;
     const void* logger = nullptr;  // the DB's info log (binds memtables)
-    int lists = 0;                 // live memtables
+    const void* factory = nullptr;
+    std::chrono::steady_clock::time_point prepared_at;
+    int lists = 0;  // live memtables
   };
   bool AnyLiveLocked() const;
   PoolSession() = default;
