@@ -398,7 +398,13 @@ TEST_F(OperationsTest, ForeignWriterCampaign) {
     }
     PoolSummary before;
     ASSERT_TRUE(InspectPool(PoolDir(dir_), &before).ok());
+    bool unflushed = false;  // the child's last op may have been a flush
+    for (const auto& l : before.lists) unflushed |= l.entries > 0;
     rocksdb::Status s = Recover(DbDir(dir_), Ro(dir_));
+    if (!unflushed) {
+      ASSERT_TRUE(s.ok()) << "nothing to recover: " << s.ToString();
+      continue;
+    }
     ASSERT_FALSE(s.ok()) << "recovery after a foreign open";
     EXPECT_TRUE(Has(s, "allow_foreign_open")) << s.ToString();
     PoolSummary after;
