@@ -135,7 +135,10 @@ rocksdb::Status RecoverInto(
 // before any write. Without this call such a DB::Open fails (new writes
 // would reuse the lost sequence numbers). Refuses, changing nothing, if a
 // leftover belongs to another DB or the DB was opened without FlintKV
-// since. EndRecovery undoes a claim whose DB::Open failed.
+// since. The DB::Open that follows must run on the same thread (the claim
+// is that thread's; another thread's open on the pool is refused until
+// RecoverInto or EndRecovery). EndRecovery undoes a claim whose DB::Open
+// failed.
 rocksdb::Status BeginRecovery(const std::string& db_path,
                               const RecoveryOptions& options);
 void EndRecovery(const std::string& pool_dir);
