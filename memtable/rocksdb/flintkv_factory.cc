@@ -139,10 +139,10 @@ class FlintKVFactory : public rocksdb::MemTableRepFactory {
       std::abort();
     }
     MemtableMeta meta = pool_->NewListMeta(column_family_id, logger);
-    // Serialized into the OPTIONS file RocksDB writes once the open's
-    // memtables exist; within a life the value does not change.
-    if (meta.incarnation != kUnownedIncarnation &&
-        life_.incarnation != meta.incarnation) {
+    if (meta.incarnation != kUnownedIncarnation) {
+      // Serialized into the OPTIONS file RocksDB writes once the open's
+      // memtables exist (SerializeOptions reads it under the same lock).
+      std::lock_guard<std::mutex> g(open_mu_);
       life_.incarnation = meta.incarnation;
       life_.family = meta.family;
     }

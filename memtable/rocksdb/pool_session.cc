@@ -164,11 +164,6 @@ std::string PoolSession::LeftoverSummaryLocked() const {
   return out;
 }
 
-std::string PoolSession::LeftoverSummary() const {
-  std::lock_guard<std::mutex> g(mu_);
-  return LeftoverSummaryLocked();
-}
-
 std::set<uint64_t> PoolSession::LeftoverIds() const {
   std::lock_guard<std::mutex> g(mu_);
   return leftovers_;
@@ -330,7 +325,9 @@ void PoolSession::OnListFlushed(uint64_t incarnation, uint64_t seq) {
       continue;
     }
     m->flushed_floor = life.flushed_floor;
-    // A lower value after a crash only weakens the check, never wrongs it.
+    // S3 (flushed_floor): raised only after the MANIFEST edit that reached
+    // it is durable (MarkFlushed); a lower value after a crash only
+    // weakens the "older DB" check, never wrongs it.
     pmem::PmemPersist::Persist(&m->flushed_floor, sizeof(m->flushed_floor));
   }
 }
@@ -466,6 +463,7 @@ void PoolSession::FinishRecovery() {
   std::lock_guard<std::mutex> g(mu_);
   for (uint64_t id : claimed_lists_) leftovers_.erase(id);
   claimed_lists_.clear();
+  claim_note_.clear();
   claimed_ = false;
   self.swap(keep_alive_);  // released after the lock
 }
@@ -474,6 +472,7 @@ void PoolSession::ReleaseClaim() {
   std::shared_ptr<PoolSession> self;
   std::lock_guard<std::mutex> g(mu_);
   claimed_lists_.clear();
+  claim_note_.clear();
   claimed_ = false;
   self.swap(keep_alive_);
 }

@@ -172,8 +172,6 @@ class PoolSession : public std::enable_shared_from_this<PoolSession> {
   void FinishRecovery();
   // Ends a claim without recovering (an error): the leftovers stay.
   void ReleaseClaim();
-  // Human-readable summary of the leftovers, for refusals.
-  std::string LeftoverSummary() const;
   // Lists with entries that no live memtable of this process owns.
   std::set<uint64_t> LeftoverIds() const;
 
