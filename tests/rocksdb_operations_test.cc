@@ -194,7 +194,7 @@ class OperationsTest : public test::ScenarioTest {
   }
   int Tool(const std::string& args) {
     return test::RunCommand(std::string(FLINTKV_TOOL) + " " + args,
-                            dir_ + ".tool_out");
+                            dir_ + "/tool_out");
   }
   static bool Has(const rocksdb::Status& s, const std::string& what) {
     return s.ToString().find(what) != std::string::npos;
