@@ -2,8 +2,8 @@
 // recomputed so that recovery and `flintkv_tool verify` can check the
 // entries a crashed process left in the pool.
 //
-// Mirrors RocksDB 7.8.3, which computes it in MemTable::Add via
-// MemTable::UpdateEntryChecksum and checks it in
+// Mirrors RocksDB 7.8.3 (and 9.10.0, 9.11.2: unchanged), which computes it in
+// MemTable::Add via MemTable::UpdateEntryChecksum and checks it in
 // MemTable::VerifyEntryChecksum (db/memtable.cc), as
 //   ProtectionInfo64().ProtectKVO(user_key, value, type).ProtectS(seq)
 // (db/kv_checksum.h): the XOR of NPHash64 over the user key (seed kSeedK),
@@ -20,12 +20,13 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "memtable/rocksdb/rocksdb_version_gate.h"
 #include "rocksdb/slice.h"
-#include "rocksdb/version.h"
 
-static_assert(ROCKSDB_MAJOR == 7 && ROCKSDB_MINOR == 8,
-              "check MemTable::UpdateEntryChecksum (db/memtable.cc), "
-              "ProtectionInfo (db/kv_checksum.h) and NPHash64 (util/hash.h)");
+static_assert(FLINTKV_ROCKSDB_CHECKED,
+              "unchecked RocksDB version: check MemTable::UpdateEntryChecksum "
+              "(db/memtable.cc), ProtectionInfo (db/kv_checksum.h) and "
+              "NPHash64 (util/hash.h), then rocksdb_version_gate.h");
 
 namespace rocksdb {
 // util/hash.h: not a public header; defined in librocksdb (util/hash.cc).
