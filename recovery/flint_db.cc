@@ -3,6 +3,7 @@
 #include <atomic>
 #include <functional>
 #include <map>
+#include <memory>
 #include <mutex>
 #include <set>
 #include <string>
@@ -14,6 +15,7 @@
 #include "memtable/rocksdb/watermark.h"
 #include "rocksdb/convenience.h"
 #include "rocksdb/utilities/stackable_db.h"
+#include "rocksdb/version.h"
 
 namespace flintkv {
 namespace {
@@ -104,6 +106,12 @@ class CfCollector : public rocksdb::WriteBatch::Handler {
                                  const Slice&) override {
     return Add(cf);
   }
+#if ROCKSDB_MAJOR >= 9
+  rocksdb::Status TimedPutCF(uint32_t cf, const Slice&, const Slice&,
+                             uint64_t) override {
+    return Add(cf);
+  }
+#endif
   void LogData(const Slice&) override {}
 
  private:
@@ -146,6 +154,14 @@ class PublishingIterator : public rocksdb::Iterator {
     publish_();
     return s;
   }
+#if ROCKSDB_MAJOR >= 9
+  rocksdb::Status Refresh(const rocksdb::Snapshot* snap) override {
+    rocksdb::Status s = it_->Refresh(snap);
+    publish_();
+    return s;
+  }
+  bool PrepareValue() override { return it_->PrepareValue(); }
+#endif
   rocksdb::Status GetProperty(std::string name, std::string* prop) override {
     return it_->GetProperty(std::move(name), prop);
   }
@@ -160,6 +176,37 @@ class PublishingIterator : public rocksdb::Iterator {
   bool tailing_;
   std::function<void()> publish_;
 };
+
+#if ROCKSDB_MAJOR >= 9
+rocksdb::Status TailingNotSupported(const char* api) {
+  return rocksdb::Status::NotSupported(
+      std::string("flintkv::OpenDB: ") + api +
+      " with ReadOptions::tailing (use NewIterator for a tailing iterator)");
+}
+
+// RocksDB 9 has no public error AttributeGroupIterator.
+class ErrorAttributeGroupIterator : public rocksdb::AttributeGroupIterator {
+ public:
+  explicit ErrorAttributeGroupIterator(rocksdb::Status s)
+      : status_(std::move(s)) {}
+  bool Valid() const override { return false; }
+  void SeekToFirst() override {}
+  void SeekToLast() override {}
+  void Seek(const Slice&) override {}
+  void SeekForPrev(const Slice&) override {}
+  void Next() override {}
+  void Prev() override {}
+  Slice key() const override { return Slice(); }
+  rocksdb::Status status() const override { return status_; }
+  const rocksdb::IteratorAttributeGroups& attribute_groups() const override {
+    return groups_;
+  }
+
+ private:
+  rocksdb::Status status_;
+  rocksdb::IteratorAttributeGroups groups_;
+};
+#endif
 
 class FlintDB : public rocksdb::StackableDB {
  public:
@@ -310,11 +357,22 @@ class FlintDB : public rocksdb::StackableDB {
 
   // ---- Reads: publish what was read before returning it ----
   using rocksdb::StackableDB::Get;
+#if ROCKSDB_MAJOR >= 9
+  // RocksDB 9 funnels every Get into the timestamped form (the others are
+  // final).
+  rocksdb::Status Get(const ReadOptions& ro, ColumnFamilyHandle* cf,
+                      const Slice& k, rocksdb::PinnableSlice* v,
+                      std::string* ts) override {
+    Pass p(this);
+    return Published(db_->Get(ro, cf, k, v, ts), true);
+  }
+#else
   rocksdb::Status Get(const ReadOptions& ro, ColumnFamilyHandle* cf,
                       const Slice& k, rocksdb::PinnableSlice* v) override {
     Pass p(this);
     return Published(db_->Get(ro, cf, k, v), true);
   }
+#endif
   using rocksdb::StackableDB::GetEntity;
   rocksdb::Status GetEntity(const ReadOptions& ro, ColumnFamilyHandle* cf,
                             const Slice& k,
@@ -332,6 +390,76 @@ class FlintDB : public rocksdb::StackableDB {
     return Published(db_->GetMergeOperands(ro, cf, k, s, o, n), true);
   }
   using rocksdb::StackableDB::MultiGet;
+#if ROCKSDB_MAJOR >= 9
+  // RocksDB 9 funnels every MultiGet into this one (the others are final).
+  void MultiGet(const ReadOptions& ro, size_t n, ColumnFamilyHandle** cfs,
+                const Slice* keys, rocksdb::PinnableSlice* values,
+                std::string* timestamps, rocksdb::Status* statuses,
+                bool sorted) override {
+    Pass p(this);
+    db_->MultiGet(ro, n, cfs, keys, values, timestamps, statuses, sorted);
+    Publish();
+  }
+  using rocksdb::StackableDB::MultiGetEntity;
+  void MultiGetEntity(const ReadOptions& ro, ColumnFamilyHandle* cf, size_t n,
+                      const Slice* keys, rocksdb::PinnableWideColumns* results,
+                      rocksdb::Status* statuses, bool sorted) override {
+    Pass p(this);
+    db_->MultiGetEntity(ro, cf, n, keys, results, statuses, sorted);
+    Publish();
+  }
+  void MultiGetEntity(const ReadOptions& ro, size_t n, ColumnFamilyHandle** cfs,
+                      const Slice* keys, rocksdb::PinnableWideColumns* results,
+                      rocksdb::Status* statuses, bool sorted) override {
+    Pass p(this);
+    db_->MultiGetEntity(ro, n, cfs, keys, results, statuses, sorted);
+    Publish();
+  }
+  void MultiGetEntity(const ReadOptions& ro, size_t n, const Slice* keys,
+                      rocksdb::PinnableAttributeGroups* results) override {
+    Pass p(this);
+    db_->MultiGetEntity(ro, n, keys, results);
+    Publish();
+  }
+  rocksdb::Status GetEntity(const ReadOptions& ro, const Slice& k,
+                            rocksdb::PinnableAttributeGroups* r) override {
+    Pass p(this);
+    return Published(db_->GetEntity(ro, k, r), true);
+  }
+  // Attribute groups write several column families in one batch.
+  rocksdb::Status PutEntity(const WriteOptions& wo, const Slice& k,
+                            const rocksdb::AttributeGroups& groups) override {
+    Pass p(this);
+    return Published(db_->PutEntity(PoolLogged(wo), k, groups));
+  }
+  // Multi-column-family iterators: as NewIterator for the non-tailing ones
+  // (publish once, at creation); a tailing one would need publishing after
+  // every move, which these interfaces cannot be wrapped for.
+  std::unique_ptr<rocksdb::Iterator> NewCoalescingIterator(
+      const ReadOptions& ro,
+      const std::vector<ColumnFamilyHandle*>& cfs) override {
+    if (ro.tailing) {
+      return std::unique_ptr<rocksdb::Iterator>(rocksdb::NewErrorIterator(
+          TailingNotSupported("NewCoalescingIterator")));
+    }
+    Pass p(this);
+    auto it = db_->NewCoalescingIterator(ro, cfs);
+    Publish();
+    return it;
+  }
+  std::unique_ptr<rocksdb::AttributeGroupIterator> NewAttributeGroupIterator(
+      const ReadOptions& ro,
+      const std::vector<ColumnFamilyHandle*>& cfs) override {
+    if (ro.tailing) {
+      return std::make_unique<ErrorAttributeGroupIterator>(
+          TailingNotSupported("NewAttributeGroupIterator"));
+    }
+    Pass p(this);
+    auto it = db_->NewAttributeGroupIterator(ro, cfs);
+    Publish();
+    return it;
+  }
+#else
   std::vector<rocksdb::Status> MultiGet(
       const ReadOptions& ro, const std::vector<ColumnFamilyHandle*>& cfs,
       const std::vector<Slice>& keys,
@@ -355,6 +483,7 @@ class FlintDB : public rocksdb::StackableDB {
     db_->MultiGet(ro, n, cfs, keys, values, statuses, sorted);
     Publish();
   }
+#endif
   using rocksdb::StackableDB::KeyMayExist;
   bool KeyMayExist(const ReadOptions& ro, ColumnFamilyHandle* cf,
                    const Slice& k, std::string* v, bool* found) override {
