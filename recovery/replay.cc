@@ -219,7 +219,8 @@ bool ListReplayer::Visit(const pmem::ListRoot* root, const pmem::NvmNode* n) {
     return true;
   }
   if (e.type != kTypeValue && e.type != kTypeDeletion && e.type != kTypeMerge &&
-      e.type != kTypeSingleDeletion && e.type != kTypeWideColumnEntity) {
+      e.type != kTypeSingleDeletion && e.type != kTypeWideColumnEntity &&
+      !(ROCKSDB_MAJOR >= 9 && e.type == kTypeValuePreferredSeqno)) {
     status_ = rocksdb::Status::NotSupported(
         "flintkv: list " + std::to_string(root->list_id) +
         " holds an entry of RocksDB value type " + std::to_string(e.type) +
@@ -260,6 +261,9 @@ bool ListReplayer::Present(
     }
     if (v.sequence != e.seq) continue;
     if (e.type == kTypeMerge) return true;  // a flush may fold operands
+    // A flush rewrites a TimedPut's write time as a preferred seqno (or
+    // makes it a plain value): key and sequence identify it.
+    if (e.type == kTypeValuePreferredSeqno) return true;
     if (v.type == e.type && rocksdb::Slice(v.value) == e.value) return true;
   }
   return false;
@@ -339,6 +343,25 @@ void BatchWriter::Append(rocksdb::ColumnFamilyHandle* cf, const Entry& e) {
     case kTypeMerge:
       s = batch_.Merge(cf, e.user_key, e.value);
       break;
+#if ROCKSDB_MAJOR >= 9
+    case kTypeValuePreferredSeqno: {
+      if (e.value.size() < 8) {
+        s = rocksdb::Status::Corruption(
+            "flintkv: TimedPut entry without its write time for key '" +
+            e.user_key.ToString(true) + "'");
+        break;
+      }
+      uint64_t write_time = 0;
+      for (int i = 7; i >= 0; i--) {  // fixed64, little-endian
+        write_time = (write_time << 8) |
+                     static_cast<uint8_t>(e.value[e.value.size() - 8 + i]);
+      }
+      s = batch_.TimedPut(cf, e.user_key,
+                          rocksdb::Slice(e.value.data(), e.value.size() - 8),
+                          write_time);
+      break;
+    }
+#endif
     case kTypeWideColumnEntity: {
       rocksdb::WideColumns columns;
       if (!DecodeEntity(e.value, &columns)) {

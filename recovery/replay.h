@@ -56,6 +56,9 @@ constexpr uint8_t kTypeValue = 0x1;
 constexpr uint8_t kTypeMerge = 0x2;
 constexpr uint8_t kTypeSingleDeletion = 0x7;
 constexpr uint8_t kTypeWideColumnEntity = 0x16;
+// RocksDB 9's TimedPut: the value is followed by its fixed64 unix write time
+// (PackValueAndWriteTime, db/seqno_to_time_mapping.cc).
+constexpr uint8_t kTypeValuePreferredSeqno = 0x18;
 
 // One decoded RocksDB memtable entry, pointing into the pool.
 struct Entry {

@@ -89,7 +89,10 @@ void SstBuilder::Fold(const std::vector<Entry>& e) {
   }
   scratch_.clear();
   if (b < e.size()) {
-    if (e[b].type == kTypeWideColumnEntity) return Fallback(e);
+    if (e[b].type == kTypeWideColumnEntity ||
+        e[b].type == kTypeValuePreferredSeqno) {
+      return Fallback(e);  // the DB write merges onto them itself
+    }
     // A Put, Delete or SingleDelete base: a flush full-merges (MergeHelper
     // with a deletion base passes nullptr).
     const rocksdb::Slice* base =

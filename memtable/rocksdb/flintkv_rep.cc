@@ -8,6 +8,7 @@
 #include "memtable/coding.h"
 #include "memtable/rocksdb/crash_point.h"
 #include "memtable/rocksdb/iterator_cache.h"
+#include "memtable/rocksdb/lookup_key_layout.h"
 #include "memtable/rocksdb/memtable_meta.h"
 #include "memtable/thread_id.h"
 #include "rocksdb/env.h"
@@ -50,10 +51,31 @@ const char* EncodeTarget(const rocksdb::Slice& internal_key,
 // version snapshot; only uncommitted nodes (version MAX) stay hidden.
 constexpr uint64_t kAllCommitted = pmem::kUncommittedVersion - 1;
 
+#if ROCKSDB_MAJOR >= 9
+// paranoid_memory_checks (RocksDB 9): the keys a read visits must be in
+// order, as RocksDB's skiplist checks; a flipped bit in a PMEM key shows up
+// here instead of as a wrong answer.
+rocksdb::Status OutOfOrder(const char* before, const char* after,
+                           bool allow_data_in_errors) {
+  std::string msg = "flintkv: memtable keys out of order";
+  if (allow_data_in_errors) {
+    msg += ": " +
+           rocksdb::Slice(memtable::PrefixedKey(before).data(),
+                          memtable::PrefixedKey(before).size())
+               .ToString(true) +
+           " before " +
+           rocksdb::Slice(memtable::PrefixedKey(after).data(),
+                          memtable::PrefixedKey(after).size())
+               .ToString(true);
+  }
+  return rocksdb::Status::Corruption(msg);
+}
+#endif
+
 class RepIterator : public rocksdb::MemTableRep::Iterator {
  public:
-  RepIterator(const List* list, bool in_block)
-      : it_(list, kAllCommitted), in_block_(in_block) {}
+  RepIterator(const List* list, const RocksKeyComparator* cmp, bool in_block)
+      : it_(list, kAllCommitted), cmp_(cmp), in_block_(in_block) {}
   ~RepIterator() override {
     // RocksDB's "arena" iterators are destroyed but never freed: park the
     // block (see iterator_cache.h).
@@ -71,30 +93,42 @@ class RepIterator : public rocksdb::MemTableRep::Iterator {
   }
   void SeekToFirst() override { it_.SeekToFirst(); }
   void SeekToLast() override { it_.SeekToLast(); }
+#if ROCKSDB_MAJOR >= 9
+  rocksdb::Status NextAndValidate(bool allow_data_in_errors) override {
+    const char* before = key();
+    Next();
+    if (Valid() && cmp_->Compare(before, key()) >= 0) {
+      return OutOfOrder(before, key(), allow_data_in_errors);
+    }
+    return rocksdb::Status::OK();
+  }
+  rocksdb::Status PrevAndValidate(bool allow_data_in_errors) override {
+    const char* after = key();
+    Prev();
+    if (Valid() && cmp_->Compare(key(), after) >= 0) {
+      return OutOfOrder(key(), after, allow_data_in_errors);
+    }
+    return rocksdb::Status::OK();
+  }
+  rocksdb::Status SeekAndValidate(const rocksdb::Slice& ikey, const char* mkey,
+                                  bool allow_data_in_errors) override {
+    const char* target = EncodeTarget(ikey, mkey, &tmp_);
+    it_.Seek(target);
+    if (Valid() && cmp_->Compare(key(), target) < 0) {
+      return OutOfOrder(target, key(), allow_data_in_errors);
+    }
+    return rocksdb::Status::OK();
+  }
+#endif
 
  private:
   List::Iterator it_;
+  const RocksKeyComparator* cmp_;
   bool in_block_;
   std::string tmp_;
 };
 static_assert(sizeof(RepIterator) <= kIteratorBlockSize,
               "iterator must fit a cache block");
-
-// rocksdb::LookupKey is not a public header, yet MemTableRep::Get takes
-// one, and the default Get leaks an iterator per call, so Get must be
-// overridden. Its first member is the memtable key (db/lookup_key.h,
-// unchanged since LevelDB); the version check makes a RocksDB upgrade
-// revisit this instead of misreading memory.
-static_assert(ROCKSDB_MAJOR == 7 && ROCKSDB_MINOR == 8,
-              "check rocksdb::LookupKey's layout (db/lookup_key.h)");
-struct LookupKeyLayout {
-  const char* start;   // varint32 length + internal key
-  const char* kstart;  // internal key
-  const char* end;
-};
-const char* MemtableKeyOf(const rocksdb::LookupKey& k) {
-  return reinterpret_cast<const LookupKeyLayout*>(&k)->start;
-}
 
 void Sleep(int ms) {
   std::this_thread::sleep_for(std::chrono::milliseconds(ms));
@@ -241,6 +275,32 @@ void FlintRep::Get(const rocksdb::LookupKey& k, void* callback_args,
   }
 }
 
+#if ROCKSDB_MAJOR >= 9
+rocksdb::Status FlintRep::GetAndValidate(
+    const rocksdb::LookupKey& k, void* callback_args,
+    bool (*callback_func)(void* arg, const char* entry),
+    bool allow_data_in_errors) {
+  const char* target = MemtableKeyOf(k);
+  List::Iterator it(&list_, kAllCommitted);
+  it.Seek(target);
+  const char* before = target;
+  bool first = true;
+  while (it.Valid()) {
+    const char* entry = it.node()->pnode->data();
+    // The first entry may equal the target; later ones must grow.
+    if (first ? cmp_.Compare(entry, before) < 0
+              : cmp_.Compare(before, entry) >= 0) {
+      return OutOfOrder(before, entry, allow_data_in_errors);
+    }
+    if (!callback_func(callback_args, entry)) break;
+    before = entry;
+    first = false;
+    it.Next();
+  }
+  return rocksdb::Status::OK();
+}
+#endif
+
 uint64_t FlintRep::ApproximateNumEntries(const rocksdb::Slice& start_ikey,
                                          const rocksdb::Slice& end_ikey) {
   std::string a, b;
@@ -286,8 +346,10 @@ size_t FlintRep::ApproximateMemoryUsage() {
 }
 
 rocksdb::MemTableRep::Iterator* FlintRep::GetIterator(rocksdb::Arena* arena) {
-  if (arena) return new (AcquireIteratorBlock()) RepIterator(&list_, true);
-  return new RepIterator(&list_, false);
+  if (arena) {
+    return new (AcquireIteratorBlock()) RepIterator(&list_, &cmp_, true);
+  }
+  return new RepIterator(&list_, &cmp_, false);
 }
 
 }  // namespace rocks

@@ -19,6 +19,7 @@
 #include "memtable/rocksdb/pool_session.h"
 #include "pmem/persist.h"
 #include "rocksdb/memtablerep.h"
+#include "rocksdb/version.h"
 
 namespace flintkv {
 namespace rocks {
@@ -66,6 +67,14 @@ class FlintRep : public rocksdb::MemTableRep {
   void MarkFlushed() override;
   void Get(const rocksdb::LookupKey& k, void* callback_args,
            bool (*callback_func)(void* arg, const char* entry)) override;
+#if ROCKSDB_MAJOR >= 9
+  // paranoid_memory_checks: Get that also checks the visited keys' order.
+  rocksdb::Status GetAndValidate(const rocksdb::LookupKey& k,
+                                 void* callback_args,
+                                 bool (*callback_func)(void* arg,
+                                                       const char* entry),
+                                 bool allow_data_in_errors) override;
+#endif
   uint64_t ApproximateNumEntries(const rocksdb::Slice& start_ikey,
                                  const rocksdb::Slice& end_ikey) override;
   void UniqueRandomSample(const uint64_t num_entries,
