@@ -1,4 +1,4 @@
-# RocksDB 7.8.3 plugin fragment for FlintKV (ROCKSDB_PLUGINS=flintkv).
+# RocksDB (7.8, 9.x) plugin fragment for FlintKV (ROCKSDB_PLUGINS=flintkv).
 # Symlink this directory to <rocksdb>/plugin/flintkv (see
 # db_bench_patches/README.md). RocksDB's make includes this file; its cmake
 # reads the lines below with regexes: keep the exact "NAME = value" form,
