@@ -259,11 +259,9 @@ rocksdb::Status Commit(rocksdb::DB* db, Txn txn,
   for (;;) pause();  // until SIGKILLed
 }
 
-// Re-executed child: runs before gtest's main.
-const bool kIsChild = [] {
-  if (std::getenv("FLINTKV_RDB_CRASH_CHILD")) ChildMain();
-  return false;
-}();
+// Re-executed child: runs from main() (test::RunInMainIf).
+const int kIsChild =
+    test::RunInMainIf("FLINTKV_RDB_CRASH_CHILD", [] { ChildMain(); });
 
 // ---- Parent ----
 

@@ -70,14 +70,15 @@ rocksdb::DBOptions DbOptions() {
       if (!db->Put(wo, cf, Key(i), "v" + std::to_string(i)).ok()) _exit(4);
     }
   }
-  if (write(1, "H", 1) != 1) _exit(5);
+  // The parent's pipe (not stdout: gtest writes there before the child runs).
+  const int fd = std::atoi(std::getenv("FLINTKV_INSPECT_FD"));
+  if (write(fd, "H", 1) != 1) _exit(5);
   for (;;) pause();  // until SIGKILLed, with every write unflushed
 }
 
-const bool kIsChild = [] {
-  if (std::getenv("FLINTKV_INSPECT_DIR")) ChildMain();
-  return false;
-}();
+// Re-executed child: runs from main() (test::RunInMainIf).
+const int kIsChild =
+    test::RunInMainIf("FLINTKV_INSPECT_DIR", [] { ChildMain(); });
 
 class RocksdbInspectTest : public ::testing::Test {
  protected:
@@ -91,7 +92,8 @@ class RocksdbInspectTest : public ::testing::Test {
     pid_t pid = fork();
     ASSERT_GE(pid, 0);
     if (pid == 0) {
-      dup2(p[1], 1);
+      close(p[0]);
+      setenv("FLINTKV_INSPECT_FD", std::to_string(p[1]).c_str(), 1);
       setenv("FLINTKV_INSPECT_DIR", dir_.c_str(), 1);
       execl("/proc/self/exe", "rocksdb_inspect_test",
             static_cast<char*>(nullptr));

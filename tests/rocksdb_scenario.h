@@ -5,9 +5,9 @@
 // or is killed at a FLINTKV_CRASH_POINT, so what was acknowledged before
 // the crash is known exactly. No timing decides a result.
 //
-// A test file registers scenarios with `Register`, and must end its
-// scenario list with `const int kChild = test::RunScenarioIfChild();` so
-// the child runs after every registration (static initialisation order).
+// A test file registers scenarios with `Register`, and adds
+// `const int kChild = test::RunScenarioIfChild();` (the child then runs
+// from main(), after every registration and every static initialiser).
 #pragma once
 
 #include <gtest/gtest.h>
@@ -96,16 +96,15 @@ struct Register {
   Register(const char* name, Scenario f) { Scenarios()[name] = std::move(f); }
 };
 
-// In the re-executed child: runs the named scenario and never returns.
+// In the re-executed child: runs the named scenario from main() (see
+// test::RunInMainIf) and exits; the parent's tests do not run there.
 inline int RunScenarioIfChild() {
-  const char* name = std::getenv("FLINTKV_SCENARIO_CHILD");
-  if (name) {
-    auto it = Scenarios().find(name);
+  return RunInMainIf("FLINTKV_SCENARIO_CHILD", [] {
+    auto it = Scenarios().find(std::getenv("FLINTKV_SCENARIO_CHILD"));
     if (it == Scenarios().end()) std::abort();
     it->second(std::getenv("FLINTKV_SCENARIO_DIR"));
     std::exit(0);
-  }
-  return 0;
+  });
 }
 
 // Runs scenario `name` in a child and expects it to die by SIGKILL.

@@ -16,6 +16,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
+#include <functional>
 #include <mutex>
 #include <random>
 #include <string>
@@ -53,6 +54,32 @@ namespace test {
 inline std::string TestDir() {
   const char* d = std::getenv("FLINTKV_TEST_DIR");
   return (d && *d) ? d : "/dev/shm";
+}
+
+// A test binary re-executed as a child process (crash scenarios) runs its
+// child code from main(), as a gtest global environment's SetUp, never from
+// a static initialiser: with a statically linked librocksdb, RocksDB's own
+// statics may not be initialised yet then (DB::Open crashed in
+// ImmutableDBOptions::Dump against RocksDB 9.10's librocksdb.a).
+// `child` must not return. Usage, at namespace scope:
+//   const int kChild = test::RunInMainIf("FLINTKV_X_CHILD", [] { ... });
+class ChildEnvironment : public ::testing::Environment {
+ public:
+  explicit ChildEnvironment(std::function<void()> child)
+      : child_(std::move(child)) {}
+  void SetUp() override {
+    child_();
+    std::abort();  // a child that returns is a test bug
+  }
+
+ private:
+  std::function<void()> child_;
+};
+inline int RunInMainIf(const char* env_var, std::function<void()> child) {
+  if (std::getenv(env_var) != nullptr) {
+    ::testing::AddGlobalTestEnvironment(new ChildEnvironment(std::move(child)));
+  }
+  return 0;
 }
 
 // FLINTKV_LONG_TESTS=1 turns on the long variants.
