@@ -54,18 +54,14 @@ const int kChild = test::RunScenarioIfChild();
 
 class RocksV9Test : public test::ScenarioTest {
  protected:
-  rocksdb::Options Paranoid() {
-    rocksdb::Options o = PlainOptions(dir_);
-    o.paranoid_memory_checks = true;
-    return o;
-  }
-  // Overwrites the one occurrence of `from` in the pool's files with `to`
-  // (same length), through a shared mapping: what a flipped PMEM bit does
-  // to a key under a running DB.
-  void Rot(const std::string& from, const std::string& to) {
+  // Overwrites the one occurrence of `from` in the files of `pool_dir` with
+  // `to` (same length), through a shared mapping: what a flipped PMEM bit
+  // does to a key under a running DB.
+  void Rot(const std::string& pool_dir, const std::string& from,
+           const std::string& to) {
     ASSERT_EQ(from.size(), to.size());
     glob_t g;
-    ASSERT_EQ(glob((test::PoolDir(dir_) + "/*").c_str(), 0, nullptr, &g), 0);
+    ASSERT_EQ(glob((pool_dir + "/*").c_str(), 0, nullptr, &g), 0);
     int found = 0;
     for (size_t i = 0; i < g.gl_pathc; i++) {
       int fd = open(g.gl_pathv[i], O_RDWR);
@@ -93,7 +89,33 @@ class RocksV9Test : public test::ScenarioTest {
       close(fd);
     }
     globfree(&g);
-    ASSERT_EQ(found, 1) << "occurrences of " << from << " in the pool";
+    ASSERT_EQ(found, 1) << "occurrences of " << from << " in " << pool_dir;
+  }
+  // A DB in dir_/<tag> with keys key-1..3, key-2 then rotted to key-9 in
+  // PMEM; returns the statuses of a forward and a backward scan.
+  void RottedScans(const std::string& tag, bool paranoid, rocksdb::Status* fwd,
+                   rocksdb::Status* bwd) {
+    const std::string dir = dir_ + "/" + tag;
+    rocksdb::Options o = PlainOptions(dir);
+    o.paranoid_memory_checks = paranoid;
+    rocksdb::DB* db = nullptr;
+    ASSERT_TRUE(rocksdb::DB::Open(o, DbDir(dir), &db).ok());
+    rocksdb::WriteOptions wo;
+    wo.disableWAL = true;
+    for (int i = 1; i <= 3; i++) {
+      ASSERT_TRUE(db->Put(wo, "key-" + std::to_string(i), "v").ok());
+    }
+    ASSERT_NO_FATAL_FAILURE(Rot(test::PoolDir(dir), "key-2", "key-9"));
+    std::unique_ptr<rocksdb::Iterator> it(
+        db->NewIterator(rocksdb::ReadOptions()));
+    for (it->SeekToFirst(); it->Valid(); it->Next()) {
+    }
+    *fwd = it->status();
+    for (it->SeekToLast(); it->Valid(); it->Prev()) {
+    }
+    *bwd = it->status();
+    it.reset();
+    delete db;
   }
 };
 
@@ -101,8 +123,10 @@ class RocksV9Test : public test::ScenarioTest {
 // failed with "GetAndValidate() not implemented" (or the iterator's
 // NotSupported).
 TEST_F(RocksV9Test, ParanoidMemoryChecksReadTheMemtable) {
+  rocksdb::Options o = PlainOptions(dir_);
+  o.paranoid_memory_checks = true;
   rocksdb::DB* db = nullptr;
-  ASSERT_TRUE(rocksdb::DB::Open(Paranoid(), DbDir(dir_), &db).ok());
+  ASSERT_TRUE(rocksdb::DB::Open(o, DbDir(dir_), &db).ok());
   rocksdb::WriteOptions wo;
   wo.disableWAL = true;
   for (int i = 0; i < 200; i += 2) {
@@ -135,34 +159,16 @@ TEST_F(RocksV9Test, ParanoidMemoryChecksReadTheMemtable) {
   delete db;
 }
 
-// A key rotted in PMEM out of order: with the checks on, reads that cross
-// it say Corruption instead of returning a wrong answer.
+// A key rotted in PMEM out of order: with the checks on, scans that cross
+// it say Corruption; without them (the control) they return no error.
 TEST_F(RocksV9Test, ParanoidMemoryChecksReportKeysOutOfOrder) {
-  rocksdb::DB* db = nullptr;
-  ASSERT_TRUE(rocksdb::DB::Open(Paranoid(), DbDir(dir_), &db).ok());
-  rocksdb::WriteOptions wo;
-  wo.disableWAL = true;
-  for (int i = 1; i <= 3; i++) {
-    ASSERT_TRUE(db->Put(wo, "key-" + std::to_string(i), "v").ok());
-  }
-  ASSERT_NO_FATAL_FAILURE(Rot("key-2", "key-9"));  // key-1, key-9, key-3
-  std::unique_ptr<rocksdb::Iterator> it(
-      db->NewIterator(rocksdb::ReadOptions()));
-  for (it->SeekToFirst(); it->Valid(); it->Next()) {
-  }
-  EXPECT_TRUE(it->status().IsCorruption()) << it->status().ToString();
-  for (it->SeekToLast(); it->Valid(); it->Prev()) {
-  }
-  EXPECT_TRUE(it->status().IsCorruption()) << it->status().ToString();
-  it.reset();
-  // The same reads without the checks see no error (what the checks add).
-  ASSERT_TRUE(db->SetOptions({{"paranoid_memory_checks", "false"}}).ok());
-  it.reset(db->NewIterator(rocksdb::ReadOptions()));
-  for (it->SeekToFirst(); it->Valid(); it->Next()) {
-  }
-  EXPECT_TRUE(it->status().ok()) << it->status().ToString();
-  it.reset();
-  delete db;
+  rocksdb::Status fwd, bwd;
+  ASSERT_NO_FATAL_FAILURE(RottedScans("paranoid", true, &fwd, &bwd));
+  EXPECT_TRUE(fwd.IsCorruption()) << fwd.ToString();
+  EXPECT_TRUE(bwd.IsCorruption()) << bwd.ToString();
+  ASSERT_NO_FATAL_FAILURE(RottedScans("plain", false, &fwd, &bwd));
+  EXPECT_TRUE(fwd.ok()) << fwd.ToString();
+  EXPECT_TRUE(bwd.ok()) << bwd.ToString();
 }
 
 // TimedPut entries (RocksDB 9) survive a crash with the WAL off, replayed
