@@ -7,12 +7,16 @@
 #   scripts/rocksdb_peer_tests.sh [--quick|--full] [--stress-only|--unit-only]
 #       [--tests "db_basic_test write_batch_test"] [--modes "batched crash"]
 #       [--filter 'db_test=DBTest.Flush*:...'] [--report FILE] [--keep]
+#       [--rocksdb 9.10.0|9.11.2]
 #
 #   --quick   (CI) a small db_stress run in every mode with each memtable and
 #             a few fast unit-test files; exit 1 if flintkv fails a check the
 #             skiplist passes, or if any db_stress run fails.
 #   --full    longer db_stress runs, more kill/restart cycles, the larger
 #             unit-test set; reports every difference (exit 1 if any).
+#   --rocksdb V  db_stress of RocksDB V (scripts/build_rocksdb.sh, FlintKV
+#             compiled in with ROCKSDB_PLUGINS=flintkv) instead of 7.8.3's;
+#             no unit tests (they need a RocksDB build with assertions).
 #
 # Sources come only from Debian's package registry: `apt-get source rocksdb`
 # (adds a deb-src entry mirroring the configured Debian mirror if needed)
@@ -40,6 +44,7 @@ MODES=""
 FILTERS=""
 REPORT=""
 KEEP=0
+ROCKSDB_VERSION=""
 while [ $# -gt 0 ]; do
   case "$1" in
     --quick) MODE=quick ;;
@@ -51,6 +56,7 @@ while [ $# -gt 0 ]; do
     --filter) FILTERS="$FILTERS $2"; shift ;;
     --report) REPORT=$2; shift ;;
     --keep) KEEP=1 ;;
+    --rocksdb) ROCKSDB_VERSION=$2; shift ;;
     -h|--help) sed -n '2,32p' "$0"; exit 0 ;;
     *) echo "rocksdb_peer_tests: unknown option $1" >&2; exit 2 ;;
   esac
@@ -70,6 +76,18 @@ PATCH=$ROOT/db_bench_patches/rocksdb-7.8.3-test-memtable-hook.patch
 JOBS=${JOBS:-2}
 LIB=$ROOT/build/memtable/rocksdb/libflintkv_rocksdb.so
 TOOL=$ROOT/build/recovery/flintkv_tool
+# How a db_stress / test run gets the flintkv factory: LD_PRELOAD of the
+# plugin into binaries built against Debian's librocksdb (7.8.3), or nothing
+# for a newer RocksDB built with ROCKSDB_PLUGINS=flintkv (--rocksdb).
+PRELOAD=(env LD_PRELOAD="$LIB")
+if [ -n "$ROCKSDB_VERSION" ]; then
+  # RocksDB's own db_stress of that version, FlintKV compiled in
+  # (scripts/build_rocksdb.sh); its unit tests need a build with
+  # assertions and sync points, which is not made: db_stress only.
+  DO_UNIT=0
+  PRELOAD=(env)
+  TOOL=$ROOT/build-rocksdb-$ROCKSDB_VERSION/recovery/flintkv_tool
+fi
 
 # ---------------------------------------------------------------- sources
 ensure_source() {
@@ -110,6 +128,16 @@ test_src() {  # test name -> source path in the RocksDB tree
 }
 
 build_all() {
+  if [ -n "$ROCKSDB_VERSION" ]; then
+    "$ROOT/scripts/build_rocksdb.sh" "$ROCKSDB_VERSION" || die "RocksDB $ROCKSDB_VERSION build"
+    if [ ! -x "$TOOL" ]; then
+      cmake -S "$ROOT" -B "$ROOT/build-rocksdb-$ROCKSDB_VERSION" -DCMAKE_BUILD_TYPE=Release \
+        -DFLINTKV_ROCKSDB_ROOT="$CACHE/rocksdb-$ROCKSDB_VERSION" \
+        -DFLINTKV_ONLY_ROCKSDB_TESTS=ON -DFLINTKV_BUILD_BENCH=OFF >/dev/null
+      nice -n 10 cmake --build "$ROOT/build-rocksdb-$ROCKSDB_VERSION" -j"$JOBS" --target flintkv_tool
+    fi
+    return 0
+  fi
   if [ ! -f "$LIB" ] || [ ! -x "$TOOL" ]; then
     log "building flintkv_rocksdb and flintkv_tool"
     cmake -S "$ROOT" -B "$ROOT/build" -DCMAKE_BUILD_TYPE=Release >/dev/null
@@ -166,6 +194,7 @@ fi
 
 # ---------------------------------------------------------------- db_stress
 STRESS=$OUT/bin/db_stress
+[ -n "$ROCKSDB_VERSION" ] && STRESS=$CACHE/rocksdb-$ROCKSDB_VERSION-flintkv/bin/db_stress
 if [ "$MODE" = quick ]; then
   OPS=10000; MAXKEY=20000; REOPEN=3; KILLS=2; KILL_AFTER=6
 else
@@ -227,7 +256,7 @@ run_stress_once() {  # rep mode dir extra-args... ; output appended to $dir/out
   local pre=()
   local opt=()
   if [ "$rep" = flintkv ]; then
-    pre=(env LD_PRELOAD="$LIB")
+    pre=("${PRELOAD[@]}")
     opt=(--options_file="$d/flintkv.options")
   fi
   # shellcheck disable=SC2046
@@ -260,7 +289,7 @@ stress_mode() {  # rep mode
       [ "$i" = 1 ] && destroy=1
       echo "=== cycle $i: run, kill -9 after ${KILL_AFTER}s" >>"$d/out"
       if [ "$rep" = flintkv ]; then
-        env LD_PRELOAD="$LIB" "$STRESS" "${STRESS_COMMON[@]}" $(mode_flags "$mode") \
+        "${PRELOAD[@]}" "$STRESS" "${STRESS_COMMON[@]}" $(mode_flags "$mode") \
           --db="$d/db" --expected_values_dir="$d/exp" --options_file="$d/flintkv.options" \
           --destroy_db_initially=$destroy --ops_per_thread=100000000 >>"$d/out" 2>&1 &
       else
@@ -448,7 +477,7 @@ unit_one() {  # test rep
 }
 
 # ---------------------------------------------------------------- main
-ensure_source
+[ -n "$ROCKSDB_VERSION" ] || ensure_source
 build_all
 log "build ready; scratch $WORK"
 
