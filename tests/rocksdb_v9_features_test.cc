@@ -4,7 +4,9 @@
 //   GetAndValidate / NextAndValidate / PrevAndValidate / SeekAndValidate,
 //   which MemTableRep implements as NotSupported by default;
 // - TimedPut (kTypeValuePreferredSeqno entries), recovered after a crash
-//   with the WAL off, both by replay and into SST files.
+//   with the WAL off, both by replay and into SST files;
+// - memtable_max_range_deletions (flushes on range deletions) across a
+//   kill, with the OpenDB wrapper.
 #include <fcntl.h>
 #include <glob.h>
 #include <sys/mman.h>
@@ -50,6 +52,36 @@ const test::Register kTimed("timed_put", [](const std::string& dir) {
   test::Check(db->Put(wo, "plain", "p"), "put");
   test::Die();
 });
+// OpenDB with memtable_max_range_deletions=2 (RocksDB 8.10+: a memtable
+// with that many range deletions asks for a flush): range deletions and
+// writes around them, killed while the memtables switch and flush.
+rocksdb::Options RangeLimited() {
+  rocksdb::Options o = test::BaseOptions();
+  o.memtable_max_range_deletions = 2;
+  return o;
+}
+rocksdb::DB* OpenWrapper(const std::string& dir, const rocksdb::Options& o) {
+  std::vector<rocksdb::ColumnFamilyHandle*> h;
+  rocksdb::DB* db = nullptr;
+  test::Check(OpenDB(o, DbDir(dir), {{"default", o}}, &h, &db, Ro(dir)),
+              "OpenDB");
+  return db;
+}
+const test::Register kRanges("range_deletion_limit", [](const std::string& d) {
+  rocksdb::DB* db = OpenWrapper(d, RangeLimited());
+  rocksdb::WriteOptions wo;
+  for (int r = 0; r < 10; r++) {
+    for (int i = 0; i < 100; i++) {
+      test::Check(db->Put(wo, Key(r * 100 + i), "v" + std::to_string(r)),
+                  "put");
+    }
+    test::Check(db->DeleteRange(wo, db->DefaultColumnFamily(),
+                                Key(r * 100 + 10), Key(r * 100 + 20)),
+                "delete range");
+  }
+  test::Die();
+});
+
 const int kChild = test::RunScenarioIfChild();
 
 class RocksV9Test : public test::ScenarioTest {
@@ -190,6 +222,20 @@ TEST_F(RocksV9Test, TimedPutRecoveredAfterCrash) {
     EXPECT_EQ(Get(db, "plain"), "p");
     delete db;
   }
+}
+
+// memtable_max_range_deletions with the OpenDB wrapper: the flushes it
+// asks for and a kill leave every write and range deletion in place.
+TEST_F(RocksV9Test, RangeDeletionLimitSurvivesCrash) {
+  ASSERT_NO_FATAL_FAILURE(test::RunChild("range_deletion_limit", dir_));
+  rocksdb::DB* db = OpenWrapper(dir_, RangeLimited());
+  for (int k = 0; k < 1000; k++) {
+    const int i = k % 100;
+    const std::string want =
+        i >= 10 && i < 20 ? "<NotFound: >" : "v" + std::to_string(k / 100);
+    EXPECT_EQ(Get(db, Key(k)), want) << k;
+  }
+  delete db;
 }
 
 }  // namespace
