@@ -235,10 +235,16 @@ class FlintDB : public rocksdb::StackableDB {
   }
 
   // ---- Column families: every one gets the flintkv memtable ----
+  // RocksDB asks the memtable factory to validate options only at DB::Open,
+  // not when a column family is created later: the wrapper runs the
+  // Open-time checks itself (a family with a timestamp comparator, MemPurge
+  // or in-place updates would otherwise be created and its writes lost).
   rocksdb::Status CreateColumnFamily(const rocksdb::ColumnFamilyOptions& o,
                                      const std::string& name,
                                      ColumnFamilyHandle** h) override {
-    rocksdb::Status s = db_->CreateColumnFamily(Durable(o), name, h);
+    rocksdb::Status s = Admissible(GetDBOptions(), o);
+    if (!s.ok()) return s;
+    s = db_->CreateColumnFamily(Durable(o), name, h);
     if (s.ok()) Track(*h);
     return s;
   }
@@ -246,7 +252,9 @@ class FlintDB : public rocksdb::StackableDB {
       const rocksdb::ColumnFamilyOptions& o,
       const std::vector<std::string>& names,
       std::vector<ColumnFamilyHandle*>* hs) override {
-    rocksdb::Status s = db_->CreateColumnFamilies(Durable(o), names, hs);
+    rocksdb::Status s = Admissible(GetDBOptions(), o);
+    if (!s.ok()) return s;
+    s = db_->CreateColumnFamilies(Durable(o), names, hs);
     for (ColumnFamilyHandle* h : *hs) Track(h);
     return s;
   }
@@ -254,11 +262,52 @@ class FlintDB : public rocksdb::StackableDB {
       const std::vector<rocksdb::ColumnFamilyDescriptor>& descs,
       std::vector<ColumnFamilyHandle*>* hs) override {
     std::vector<rocksdb::ColumnFamilyDescriptor> d(descs);
-    for (auto& cf : d) cf.options = Durable(cf.options);
+    for (auto& cf : d) {
+      rocksdb::Status s = Admissible(GetDBOptions(), cf.options);
+      if (!s.ok()) return s;
+      cf.options = Durable(cf.options);
+    }
     rocksdb::Status s = db_->CreateColumnFamilies(d, hs);
     for (ColumnFamilyHandle* h : *hs) Track(h);
     return s;
   }
+  // An imported family gets the flintkv memtable too (StackableDB passed the
+  // caller's factory through: the family's writes, acknowledged with the
+  // WAL off, lived in a DRAM skiplist).
+  using rocksdb::StackableDB::CreateColumnFamilyWithImport;
+  rocksdb::Status CreateColumnFamilyWithImport(
+      const rocksdb::ColumnFamilyOptions& o, const std::string& name,
+      const rocksdb::ImportColumnFamilyOptions& io,
+      const rocksdb::ExportImportFilesMetaData& meta,
+      ColumnFamilyHandle** h) override {
+    rocksdb::Status s = Admissible(GetDBOptions(), o);
+    if (!s.ok()) return s;
+    s = db_->CreateColumnFamilyWithImport(Durable(o), name, io, meta, h);
+    if (s.ok()) Track(*h);
+    return s;
+  }
+#if ROCKSDB_MAJOR >= 9
+  rocksdb::Status CreateColumnFamilyWithImport(
+      const rocksdb::ColumnFamilyOptions& o, const std::string& name,
+      const rocksdb::ImportColumnFamilyOptions& io,
+      const std::vector<const rocksdb::ExportImportFilesMetaData*>& metas,
+      ColumnFamilyHandle** h) override {
+    rocksdb::Status s = Admissible(GetDBOptions(), o);
+    if (!s.ok()) return s;
+    s = db_->CreateColumnFamilyWithImport(Durable(o), name, io, metas, h);
+    if (s.ok()) Track(*h);
+    return s;
+  }
+  // ClipColumnFamily writes a DeleteRange with the WAL on straight into the
+  // DB, which recovery would then refuse to replay around.
+  using rocksdb::StackableDB::ClipColumnFamily;
+  rocksdb::Status ClipColumnFamily(ColumnFamilyHandle*, const Slice&,
+                                   const Slice&) override {
+    return rocksdb::Status::NotSupported(
+        "flintkv::OpenDB: ClipColumnFamily (its DeleteRange bypasses the "
+        "pool); use DeleteRange and CompactRange");
+  }
+#endif
   rocksdb::Status DestroyColumnFamilyHandle(ColumnFamilyHandle* h) override {
     {
       std::lock_guard<std::mutex> g(cfs_mu_);
@@ -309,6 +358,30 @@ class FlintDB : public rocksdb::StackableDB {
   }
 
   // ---- Writes ----
+  // Writes with user-defined timestamps: the wrapper refuses timestamp
+  // comparators (entries with timestamps are not recovered), so these
+  // never apply; say so instead of bypassing the pool.
+  rocksdb::Status Put(const WriteOptions&, ColumnFamilyHandle*, const Slice&,
+                      const Slice&, const Slice&) override {
+    return TimestampsNotSupported();
+  }
+  rocksdb::Status Delete(const WriteOptions&, ColumnFamilyHandle*, const Slice&,
+                         const Slice&) override {
+    return TimestampsNotSupported();
+  }
+  rocksdb::Status SingleDelete(const WriteOptions&, ColumnFamilyHandle*,
+                               const Slice&, const Slice&) override {
+    return TimestampsNotSupported();
+  }
+  rocksdb::Status Merge(const WriteOptions&, ColumnFamilyHandle*, const Slice&,
+                        const Slice&, const Slice&) override {
+    return TimestampsNotSupported();
+  }
+  static rocksdb::Status TimestampsNotSupported() {
+    return rocksdb::Status::NotSupported(
+        "flintkv::OpenDB: user-defined timestamps are not supported");
+  }
+
   using rocksdb::StackableDB::Put;
   rocksdb::Status Put(const WriteOptions& wo, ColumnFamilyHandle* cf,
                       const Slice& k, const Slice& v) override {

@@ -23,6 +23,7 @@
 #include "rocksdb/db.h"
 #include "rocksdb/merge_operator.h"
 #include "rocksdb/sst_file_writer.h"
+#include "rocksdb/utilities/checkpoint.h"
 #include "rocksdb/utilities/stackable_db.h"
 #include "rocksdb_scenario.h"
 #include "test_util.h"
@@ -572,6 +573,51 @@ TEST_F(DropinTest, WrapperDeleteRangeSurvivesCrash) {
     if (i == 50) want = "v,m";
     EXPECT_EQ(Get(db, Key(i)), want) << i;
   }
+  delete db;
+}
+
+// Column families created or imported through the wrapper after Open get
+// the Open-time checks and the flintkv memtable (RocksDB consults the
+// memtable factory's ValidateOptions only at DB::Open; StackableDB passed an
+// import's own factory through, so its WAL-less writes lived in DRAM).
+TEST_F(DropinTest, WrapperChecksAndCoversLaterColumnFamilies) {
+  rocksdb::DB* db = OpenWrapper(dir_);
+  rocksdb::ColumnFamilyOptions purge = BaseOptions();
+  purge.experimental_mempurge_threshold = 1.0;
+  rocksdb::ColumnFamilyHandle* cf = nullptr;
+  rocksdb::Status s = db->CreateColumnFamily(purge, "purge", &cf);
+  EXPECT_TRUE(s.IsNotSupported()) << s.ToString();
+  EXPECT_NE(s.ToString().find("experimental_mempurge_threshold"),
+            std::string::npos)
+      << s.ToString();
+  std::vector<rocksdb::ColumnFamilyHandle*> hs;
+  s = db->CreateColumnFamilies({{"purge2", purge}}, &hs);
+  EXPECT_TRUE(s.IsNotSupported()) << s.ToString();
+  EXPECT_TRUE(hs.empty());
+
+  // Export a family of a plain DB and import it through the wrapper.
+  const std::string src_dir = dir_ + "/src";
+  rocksdb::DB* src = nullptr;
+  rocksdb::Options so = BaseOptions();
+  ASSERT_TRUE(rocksdb::DB::Open(so, src_dir, &src).ok());
+  ASSERT_TRUE(src->Put(rocksdb::WriteOptions(), "imported", "v").ok());
+  ASSERT_TRUE(src->Flush(rocksdb::FlushOptions()).ok());
+  rocksdb::Checkpoint* ck = nullptr;
+  ASSERT_TRUE(rocksdb::Checkpoint::Create(src, &ck).ok());
+  rocksdb::ExportImportFilesMetaData* meta = nullptr;
+  ASSERT_TRUE(ck->ExportColumnFamily(src->DefaultColumnFamily(),
+                                     dir_ + "/export", &meta)
+                  .ok());
+  rocksdb::ImportColumnFamilyOptions io;
+  io.move_files = false;
+  s = db->CreateColumnFamilyWithImport(BaseOptions(), "imp", io, *meta, &cf);
+  ASSERT_TRUE(s.ok()) << s.ToString();
+  EXPECT_STREQ(db->GetOptions(cf).memtable_factory->Name(), "FlintKVFactory");
+  EXPECT_EQ(Get(db, cf, "imported"), "v");
+  db->DestroyColumnFamilyHandle(cf);
+  delete meta;
+  delete ck;
+  delete src;
   delete db;
 }
 

@@ -81,24 +81,34 @@ class RepIterator : public rocksdb::MemTableRep::Iterator {
     // block (see iterator_cache.h).
     if (in_block_) ReleaseIteratorBlock(this);
   }
-  bool Valid() const override { return it_.Valid(); }
+  // Invalid after a *AndValidate found keys out of order, until the next
+  // Seek (MemTableRep::Iterator's contract).
+  bool Valid() const override { return !corrupt_ && it_.Valid(); }
   const char* key() const override { return it_.node()->pnode->data(); }
   void Next() override { it_.Next(); }
   void Prev() override { it_.Prev(); }
   void Seek(const rocksdb::Slice& ikey, const char* mkey) override {
+    corrupt_ = false;
     it_.Seek(EncodeTarget(ikey, mkey, &tmp_));
   }
   void SeekForPrev(const rocksdb::Slice& ikey, const char* mkey) override {
+    corrupt_ = false;
     it_.SeekForPrev(EncodeTarget(ikey, mkey, &tmp_));
   }
-  void SeekToFirst() override { it_.SeekToFirst(); }
-  void SeekToLast() override { it_.SeekToLast(); }
+  void SeekToFirst() override {
+    corrupt_ = false;
+    it_.SeekToFirst();
+  }
+  void SeekToLast() override {
+    corrupt_ = false;
+    it_.SeekToLast();
+  }
 #if ROCKSDB_MAJOR >= 9
   rocksdb::Status NextAndValidate(bool allow_data_in_errors) override {
     const char* before = key();
     Next();
     if (Valid() && cmp_->Compare(before, key()) >= 0) {
-      return OutOfOrder(before, key(), allow_data_in_errors);
+      return Corrupt(before, key(), allow_data_in_errors);
     }
     return rocksdb::Status::OK();
   }
@@ -106,25 +116,35 @@ class RepIterator : public rocksdb::MemTableRep::Iterator {
     const char* after = key();
     Prev();
     if (Valid() && cmp_->Compare(key(), after) >= 0) {
-      return OutOfOrder(key(), after, allow_data_in_errors);
+      return Corrupt(key(), after, allow_data_in_errors);
     }
     return rocksdb::Status::OK();
   }
   rocksdb::Status SeekAndValidate(const rocksdb::Slice& ikey, const char* mkey,
                                   bool allow_data_in_errors) override {
+    corrupt_ = false;
     const char* target = EncodeTarget(ikey, mkey, &tmp_);
     it_.Seek(target);
     if (Valid() && cmp_->Compare(key(), target) < 0) {
-      return OutOfOrder(target, key(), allow_data_in_errors);
+      return Corrupt(target, key(), allow_data_in_errors);
     }
     return rocksdb::Status::OK();
   }
 #endif
 
  private:
+#if ROCKSDB_MAJOR >= 9
+  rocksdb::Status Corrupt(const char* before, const char* after,
+                          bool allow_data_in_errors) {
+    rocksdb::Status s = OutOfOrder(before, after, allow_data_in_errors);
+    corrupt_ = true;
+    return s;
+  }
+#endif
   List::Iterator it_;
   const RocksKeyComparator* cmp_;
   bool in_block_;
+  bool corrupt_ = false;
   std::string tmp_;
 };
 static_assert(sizeof(RepIterator) <= kIteratorBlockSize,
