@@ -115,8 +115,14 @@ configure() {  # plugins ("" or flintkv)
     ln -sfn "$ROOT/memtable/rocksdb/plugin" "$SRC/plugin/flintkv"
     args+=(-DFLINTKV_ROOT="$ROOT")
   fi
+  # Ninja: it rebuilds an object only when its own command line changed, so
+  # adding the plugin (per-source flags) recompiles the plugin alone; the
+  # Makefile generator rewrote flags.make and rebuilt all of RocksDB.
+  if [ -f "$BUILD/CMakeCache.txt" ] && ! grep -q '^CMAKE_GENERATOR:INTERNAL=Ninja' "$BUILD/CMakeCache.txt"; then
+    rm -rf "$BUILD"
+  fi
   mkdir -p "$BUILD"
-  nice -n 10 cmake -S "$SRC" -B "$BUILD" "${args[@]}" >"$BUILD/configure.log" 2>&1 ||
+  nice -n 10 cmake -S "$SRC" -B "$BUILD" -G Ninja "${args[@]}" >"$BUILD/configure.log" 2>&1 ||
     { tail -20 "$BUILD/configure.log"; die "cmake configure failed"; }
 }
 

@@ -82,7 +82,8 @@ for round in $(seq 1 "$ROUNDS"); do
 
   if [ "$BENCH" = fillrandom ]; then
     [ -x "$KEYGEN" ] || c++ -O2 -o "$KEYGEN" "$ROOT/scripts/db_bench_random_keys.cc"
-    "$LDB" --db="$DIR/db" scan --hex 2>/dev/null | sed 's/ : .*//' | sort -u >"$DIR/have"
+    # ldb prints "key : value" (7.8) or "key ==> value" (9.x).
+    "$LDB" --db="$DIR/db" scan --hex 2>/dev/null | sed -E 's/ (:|==>) .*//' | sort -u >"$DIR/have"
     "$KEYGEN" 42 "$NUM" "$last" | sort -u >"$DIR/want"
     missing=$(comm -23 "$DIR/want" "$DIR/have" | wc -l)
     echo "ldb scan: $(wc -l <"$DIR/have") keys; the first $last writes touched $(wc -l <"$DIR/want") keys, $missing missing"
@@ -92,7 +93,7 @@ for round in $(seq 1 "$ROUNDS"); do
     "$LDB" --db="$DIR/db" scan --hex 2>/dev/null | awk -v last="$last" '
       { want = sprintf("0x%08X%08X3030303030303030", int((NR-1) / 4294967296),
                        (NR-1) % 4294967296)
-        split($0, kv, " : ")
+        split($0, kv, / (:|==>) /)
         if (kv[1] != want) { printf "key #%d is %s, want %s\n", NR-1, kv[1], want; bad = 1; exit 1 } }
       END { if (bad) exit 1
             printf "ldb scan: exactly keys 0..%d (k=%d), last progress %d\n", NR-1, NR, last

@@ -209,6 +209,10 @@ STRESS_COMMON=(--threads=4 --column_families=4 --max_key=$MAXKEY
   --compact_range_one_in=5000 --acquire_snapshot_one_in=500
   --clear_column_family_one_in=0 --continuous_verification_interval=0
   --verify_db_one_in=0 --seed=7)
+# db_stress 9.x injects read/metadata faults by default, which a release
+# build (NDEBUG, as scripts/build_rocksdb.sh makes it) refuses.
+[ -n "$ROCKSDB_VERSION" ] && STRESS_COMMON+=(--read_fault_one_in=0
+  --metadata_read_fault_one_in=0 --metadata_write_fault_one_in=0)
 ALL_MODES="nonbatched_nowal batched_nowal cf_consistency_nowal txn_nowal defaults_reopen txn_reopen crash_nowal crash_nowal_durable"
 [ -n "$MODES" ] || MODES=$ALL_MODES
 

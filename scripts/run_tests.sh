@@ -82,9 +82,9 @@ fi
 # with ROCKSDB_PLUGINS=flintkv and db_stress: scripts/run_compat_tests.sh.
 stage "RocksDB 9.10.0: FlintKV's RocksDB tests against it"
 scripts/build_rocksdb.sh 9.10.0 --lib-only
-build build-rocksdb-9.10 -DFLINTKV_ROCKSDB_ROOT="$CACHE/rocksdb-9.10.0" \
+build build-rocksdb-9.10.0 -DFLINTKV_ROCKSDB_ROOT="$CACHE/rocksdb-9.10.0" \
   -DFLINTKV_ONLY_ROCKSDB_TESTS=ON -DFLINTKV_BUILD_BENCH=OFF
-(cd build-rocksdb-9.10 && ctest --output-on-failure -j1 --timeout 1200)
+(cd build-rocksdb-9.10.0 && ctest --output-on-failure -j1 --timeout 1200)
 if [ "$PEERS" = 1 ]; then
   # Built from Debian's rocksdb source package into ~/.cache/flintkv (rebuilt when
   # absent); fails if flintkv fails a check the skiplist passes, beyond the

@@ -5,7 +5,7 @@ PKGS=(build-essential cmake pkg-config git python3
       librocksdb-dev rocksdb-tools
       libpmem-dev libpmemobj-dev pmdk-tools
       libgflags-dev libgtest-dev libjemalloc-dev libbenchmark-dev
-      clang-format valgrind ccache
+      clang-format valgrind ccache ninja-build
       libsnappy-dev liblz4-dev libzstd-dev zlib1g-dev libbz2-dev  # RocksDB 9 from source
       python3-matplotlib)  # plots of scripts/paper_figures.py
 missing=()
