@@ -135,7 +135,7 @@ build() {  # targets...
 mkdir -p "$CACHE"
 fetch_source
 if [ ! -f "$PREFIX/.flintkv_built" ]; then
-  log "building the library (once; ~20 min on 2 cores)"
+  log "building the library (once; about 10 min on 2 cores)"
   configure ""
   build rocksdb
   rm -rf "$PREFIX"

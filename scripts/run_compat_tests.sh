@@ -67,8 +67,8 @@ for v in $VERSIONS; do
   cmake -S . -B "$b" -DCMAKE_BUILD_TYPE=Release \
     -DFLINTKV_ROCKSDB_ROOT="$CACHE/rocksdb-$v" -DFLINTKV_ONLY_ROCKSDB_TESTS=ON \
     -DFLINTKV_BUILD_BENCH=OFF >/dev/null
-  if ! cmake --build "$b" -j"$JOBS" >"$b.log" 2>&1; then
-    tail -30 "$b.log"
+  if ! cmake --build "$b" -j"$JOBS" >"$b/compat-build.log" 2>&1; then
+    tail -30 "$b/compat-build.log"
     row "$v" "FlintKV build" FAIL
     continue
   fi
