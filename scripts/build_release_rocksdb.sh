@@ -2,7 +2,7 @@
 # Builds a release (NDEBUG) RocksDB 7.8.3 -- the same sources, Debian patches
 # and configure options as Debian's librocksdb7.8 / rocksdb-tools, only with
 # assertions off -- into a cached directory, for the end-to-end benchmarks
-# (scripts/paper_figures.sh) to compare FlintKV with a RocksDB that does not
+# (scripts/paper_figures.py) to compare FlintKV with a RocksDB that does not
 # pay for its own assertions. Not run in CI (about an hour of one core).
 #
 #   scripts/build_release_rocksdb.sh [--jobs N] [--force]

@@ -157,8 +157,13 @@ rocksdb::Status RecoverDB(const rocksdb::Options& db_options,
 // Opens the DB with the flintkv factory on options.pool_dir for every column
 // family (overriding memtable_factory), recovers leftovers, and returns a
 // wrapper whose writes are crash-atomic per WriteBatch (a persisted
-// watermark of published sequence numbers). Rejects DeleteRange, PutEntity
-// and unordered_write. Every write to this DB must go through the wrapper.
+// watermark of published sequence numbers). DeleteRange is durable (it runs
+// alone and is flushed before it returns); PutEntity and Merge are
+// supported. Refuses what docs/rocksdb_config_matrix.md lists as refused for
+// OpenDB (unordered_write, two_write_queues, ...), also when set later with
+// SetOptions/SetDBOptions or on a column family created later, and
+// ClipColumnFamily and user-defined timestamps. Every write to this DB must
+// go through the wrapper.
 rocksdb::Status OpenDB(const rocksdb::DBOptions& db_options,
                        const std::string& name,
                        const std::vector<rocksdb::ColumnFamilyDescriptor>& cfs,
