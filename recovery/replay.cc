@@ -351,11 +351,8 @@ void BatchWriter::Append(rocksdb::ColumnFamilyHandle* cf, const Entry& e) {
             e.user_key.ToString(true) + "'");
         break;
       }
-      uint64_t write_time = 0;
-      for (int i = 7; i >= 0; i--) {  // fixed64, little-endian
-        write_time = (write_time << 8) |
-                     static_cast<uint8_t>(e.value[e.value.size() - 8 + i]);
-      }
+      uint64_t write_time;  // fixed64, little-endian (x86), as DecodeEntry
+      std::memcpy(&write_time, e.value.data() + e.value.size() - 8, 8);
       s = batch_.TimedPut(cf, e.user_key,
                           rocksdb::Slice(e.value.data(), e.value.size() - 8),
                           write_time);

@@ -164,19 +164,27 @@ class RocksV9Test : public test::ScenarioTest {
     globfree(&g);
     ASSERT_EQ(found, 1) << "occurrences of " << from << " in " << pool_dir;
   }
+  // A DB with the flintkv memtable in `dir`, paranoid_memory_checks as asked.
+  static void OpenFlint(const std::string& dir, bool paranoid,
+                        rocksdb::DB** db) {
+    rocksdb::Options o = PlainOptions(dir);
+    o.paranoid_memory_checks = paranoid;
+    ASSERT_TRUE(rocksdb::DB::Open(o, DbDir(dir), db).ok());
+  }
+  static rocksdb::WriteOptions WalOff() {
+    rocksdb::WriteOptions wo;
+    wo.disableWAL = true;
+    return wo;
+  }
   // A DB in dir_/<tag> with keys key-1..3, key-2 then rotted to key-9 in
   // PMEM; returns the statuses of a forward and a backward scan.
   void RottedScans(const std::string& tag, bool paranoid, rocksdb::Status* fwd,
                    rocksdb::Status* bwd) {
     const std::string dir = dir_ + "/" + tag;
-    rocksdb::Options o = PlainOptions(dir);
-    o.paranoid_memory_checks = paranoid;
     rocksdb::DB* db = nullptr;
-    ASSERT_TRUE(rocksdb::DB::Open(o, DbDir(dir), &db).ok());
-    rocksdb::WriteOptions wo;
-    wo.disableWAL = true;
+    ASSERT_NO_FATAL_FAILURE(OpenFlint(dir, paranoid, &db));
     for (int i = 1; i <= 3; i++) {
-      ASSERT_TRUE(db->Put(wo, "key-" + std::to_string(i), "v").ok());
+      ASSERT_TRUE(db->Put(WalOff(), "key-" + std::to_string(i), "v").ok());
     }
     ASSERT_NO_FATAL_FAILURE(Rot(test::PoolDir(dir), "key-2", "key-9"));
     std::unique_ptr<rocksdb::Iterator> it(
@@ -196,14 +204,10 @@ class RocksV9Test : public test::ScenarioTest {
 // failed with "GetAndValidate() not implemented" (or the iterator's
 // NotSupported).
 TEST_F(RocksV9Test, ParanoidMemoryChecksReadTheMemtable) {
-  rocksdb::Options o = PlainOptions(dir_);
-  o.paranoid_memory_checks = true;
   rocksdb::DB* db = nullptr;
-  ASSERT_TRUE(rocksdb::DB::Open(o, DbDir(dir_), &db).ok());
-  rocksdb::WriteOptions wo;
-  wo.disableWAL = true;
+  ASSERT_NO_FATAL_FAILURE(OpenFlint(dir_, /*paranoid=*/true, &db));
   for (int i = 0; i < 200; i += 2) {
-    ASSERT_TRUE(db->Put(wo, Key(i), "v" + Key(i)).ok());
+    ASSERT_TRUE(db->Put(WalOff(), Key(i), "v" + Key(i)).ok());
   }
   for (int i = 0; i < 200; i++) {
     std::string v;

@@ -59,14 +59,10 @@ rocksdb::Status OutOfOrder(const char* before, const char* after,
                            bool allow_data_in_errors) {
   std::string msg = "flintkv: memtable keys out of order";
   if (allow_data_in_errors) {
-    msg += ": " +
-           rocksdb::Slice(memtable::PrefixedKey(before).data(),
-                          memtable::PrefixedKey(before).size())
-               .ToString(true) +
-           " before " +
-           rocksdb::Slice(memtable::PrefixedKey(after).data(),
-                          memtable::PrefixedKey(after).size())
-               .ToString(true);
+    auto hex = [](const char* memtable_key) {
+      return rocksdb::GetLengthPrefixedSlice(memtable_key).ToString(true);
+    };
+    msg += ": " + hex(before) + " before " + hex(after);
   }
   return rocksdb::Status::Corruption(msg);
 }
