@@ -109,6 +109,11 @@ struct SkipListOptions {
   // list's chunks that no reachable node occupies back to the arena (P14).
   // Off for RocksDB memtables (flushed whole, never unlinked).
   bool reclaim_space = false;
+  // Index nodes from this arena instead of malloc (memtable/index_node.h):
+  // never freed singly, left out of DramBytes (the arena's owner counts
+  // them). Must outlive the list. Ignored with reclaim_space, whose GC
+  // frees nodes one by one.
+  IndexArena* index_arena = nullptr;
 };
 
 // Write-path counters of one list (benchmark instrumentation, issue 9.4).
@@ -346,6 +351,7 @@ class DurableSkipList {
   pmem::Region* const region_;
   pmem::ListRoot* const root_;
   const SkipListOptions options_;
+  IndexArena* const index_arena_;  // nullptr: malloc (see SkipListOptions)
   NodeArena arena_;
   IndexNode* head_;
   std::atomic<int> max_height_{1};

@@ -27,9 +27,11 @@ int DurableSkipList<P>::Attach(Slot* slot) {
     if (st != kReady) return st;  // early release by another combiner
     if (!combiner_lock_.load(std::memory_order_relaxed) &&
         !combiner_lock_.exchange(true, std::memory_order_acquire)) {
-      uint64_t t0 = Ticks();
+      // No clock read for lists without statistics (the RocksDB memtable).
+      const bool timed = slot->stats != nullptr;
+      uint64_t t0 = timed ? Ticks() : 0;
       CombineAll(slot);
-      Bump(slot, &SlotStats::crit_ticks, Ticks() - t0);
+      if (timed) Bump(slot, &SlotStats::crit_ticks, Ticks() - t0);
       if (slot->sync) {
         // Alg. 1 lines 39-40 (P2, P15): our own strong write was fenced
         // (SFENCE) in the pass, before any acknowledgment; that fence makes

@@ -35,13 +35,15 @@ DurableSkipList<P>::DurableSkipList(const KeyComparator* cmp,
       region_(region),
       root_(root),
       options_(options),
+      index_arena_(options.reclaim_space ? nullptr : options.index_arena),
       arena_(region, root->list_id, options.chunk_size) {
   if (options_.write_stats) overflow_slot_.stats = &overflow_stats_;
-  head_ = NewIndexNode(&root_->head, "", 0, kMaxHeight, 0);
+  head_ = NewIndexNode(&root_->head, "", 0, kMaxHeight, 0, index_arena_);
 }
 
 template <class P>
 DurableSkipList<P>::~DurableSkipList() {
+  if (index_arena_) return;  // the arena's owner frees every node at once
   IndexNode* n = head_;
   while (n) {
     IndexNode* next = n->Next(0);
@@ -130,7 +132,7 @@ Status DurableSkipList<P>::PrepareOnce(pmem::NvmNode* node, IndexNode** inode,
                                        Slot* slot) {
   int height = HeightFor(node->data(), node->key_size);
   *inode = NewIndexNode(node, node->data(), node->key_size, height,
-                        pmem::kUncommittedVersion);
+                        pmem::kUncommittedVersion, index_arena_);
   if (!*inode) return Status::NoSpace("out of DRAM for the index");
   node->version = pmem::kUncommittedVersion;
   node->next = 0;
@@ -146,7 +148,8 @@ Status DurableSkipList<P>::PrepareOnce(pmem::NvmNode* node, IndexNode** inode,
     const uintptr_t rest = (begin | (pmem::kCacheLine - 1)) + 1;
     if (end > rest) P::Flush(reinterpret_cast<const void*>(rest), end - rest);
   }
-  slot->Count(IndexNode::AllocSize(height, (*inode)->key_size));
+  slot->Count(index_arena_ ? 0
+                           : IndexNode::AllocSize(height, (*inode)->key_size));
   int mh = max_height_.load(std::memory_order_relaxed);
   while (height > mh && !max_height_.compare_exchange_weak(
                             mh, height, std::memory_order_relaxed)) {
@@ -232,7 +235,7 @@ Status DurableSkipList<P>::Insert(pmem::NvmNode* node, InsertResult* result,
         detail::Backoff(&spins);
         continue;
       }
-      DeleteIndexNode(adv.inode);
+      DeleteIndexNode(adv.inode, index_arena_);
       if (result) *result = InsertResult::kDuplicate;
       return Status::OK();
     }
@@ -275,7 +278,9 @@ Status DurableSkipList<P>::InsertBatch(pmem::NvmNode* const* nodes, size_t n,
   for (size_t i = 0; i < n; i++) {
     Status s = PrepareOnce(nodes[i], &advs[i].inode, slot);
     if (!s.ok()) {
-      for (size_t j = 0; j < i; j++) DeleteIndexNode(advs[j].inode);
+      for (size_t j = 0; j < i; j++) {
+        DeleteIndexNode(advs[j].inode, index_arena_);
+      }
       return s;
     }
   }
@@ -417,9 +422,10 @@ size_t DurableSkipList<P>::NumEntries() const {
 
 template <class P>
 size_t DurableSkipList<P>::DramBytes() const {
-  // The head and the slot pages in use, plus every index node.
-  size_t n = IndexNode::AllocSize(kMaxHeight, 0) + slot_pages_.bytes() +
-             stat_pages_.bytes();
+  // The head and the slot pages in use, plus every index node (nodes in an
+  // IndexArena are counted by its owner, Count(0)).
+  size_t n = (index_arena_ ? 0 : IndexNode::AllocSize(kMaxHeight, 0)) +
+             slot_pages_.bytes() + stat_pages_.bytes();
   ForEachSlot(this, [&n](const Slot& s) {
     n += s.dram_bytes.load(std::memory_order_relaxed);
   });
@@ -484,8 +490,8 @@ Status DurableSkipList<P>::Recover(RecoveryStats* stats) {
         in_run = false;
         link = &pn->next;
         int h = HeightFor(n->data(), n->key_size);
-        IndexNode* in =
-            NewIndexNode(pn, pn->data(), pn->key_size, h, n->version);
+        IndexNode* in = NewIndexNode(pn, pn->data(), pn->key_size, h,
+                                     n->version, index_arena_);
         if (!in) {
           alloc_status = Status::NoSpace("out of DRAM for the index");
           return WalkDecision::kKeep;

@@ -209,7 +209,7 @@ void VersionGc<P>::Free(Node* n) {
                      pmem::NvmNode::AllocSize(pn->data_size));
   list_->gc_freed_dram_.fetch_add(IndexNode::AllocSize(n->height, n->key_size),
                                   std::memory_order_relaxed);
-  DeleteIndexNode(n);
+  DeleteIndexNode(n, list_->index_arena_);  // nullptr: reclaim_space lists
 }
 
 }  // namespace memtable

@@ -18,8 +18,10 @@ namespace flintkv {
 namespace rocks {
 namespace {
 
-memtable::SkipListOptions RepListOptions(uint64_t chunk_size) {
+memtable::SkipListOptions RepListOptions(uint64_t chunk_size,
+                                         memtable::IndexArena* index_arena) {
   memtable::SkipListOptions o;
+  o.index_arena = index_arena;
   o.unique_keys = true;         // internal keys (user key, seq, type)
   o.collapse_versions = false;  // RocksDB wants every entry
   o.chunk_size = chunk_size;
@@ -162,8 +164,20 @@ FlintRep::FlintRep(const rocksdb::MemTableRep::KeyComparator& cmp,
       root_(root),
       logger_(logger),
       list_(&cmp_, pool_->pool(), root,
-            RepListOptions(pool_->pool()->chunk_size())) {
+            RepListOptions(pool_->pool()->chunk_size(),
+                           allocator ? &index_arena_ : nullptr)) {
   pool_->OnListCreated(root_);
+}
+
+void* FlintRep::IndexArenaOfRep::Allocate(size_t size) {
+  // MemTableRep::Allocate hands out unaligned arena bytes (ConcurrentArena
+  // carves them from a block's tail): take 7 more and align the node.
+  constexpr uintptr_t kAlign = alignof(memtable::IndexNode);
+  char* buf = nullptr;
+  rep_->rocksdb::MemTableRep::Allocate(size + kAlign - 1, &buf);
+  if (!buf) return nullptr;
+  const uintptr_t p = reinterpret_cast<uintptr_t>(buf);
+  return reinterpret_cast<void*>((p + kAlign - 1) & ~(kAlign - 1));
 }
 
 FlintRep::~FlintRep() {

@@ -39,6 +39,18 @@ class RocksKeyComparator : public memtable::KeyComparator {
 
 class FlintRep : public rocksdb::MemTableRep {
  public:
+  // The DRAM index in the memtable's arena (the Allocator RocksDB gives
+  // every rep), through the public MemTableRep::Allocate: nodes are freed
+  // with the memtable, which destroys this rep before its arena.
+  class IndexArenaOfRep : public memtable::IndexArena {
+   public:
+    explicit IndexArenaOfRep(FlintRep* rep) : rep_(rep) {}
+    void* Allocate(size_t size) override;
+
+   private:
+    FlintRep* const rep_;
+  };
+
   // root: a fresh list of this pool.
   FlintRep(const rocksdb::MemTableRep::KeyComparator& cmp,
            rocksdb::Allocator* allocator, std::shared_ptr<PoolSession> pool,
@@ -90,6 +102,7 @@ class FlintRep : public rocksdb::MemTableRep {
   std::shared_ptr<PoolSession> pool_;
   pmem::ListRoot* root_;
   rocksdb::Logger* logger_;
+  IndexArenaOfRep index_arena_{this};
   List list_;
   std::atomic<bool> flushed_{false};
   std::atomic<bool> pressure_{false};    // pool nearly full: ask for a flush
