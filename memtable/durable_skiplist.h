@@ -339,6 +339,29 @@ class DurableSkipList {
   void CountSuperseded(Slot* slot, const PutAdv& adv);
   bool HasDuplicateKeys(pmem::NvmNode* const* nodes, size_t n) const;
 
+  // Key order through the index (KeyComparator's prefix fast path): the
+  // node's prefix decides unless it ties with kp, the OrderPrefix of key.
+  uint64_t PrefixOf(const char* key) const {
+    return use_prefix_ ? cmp_->OrderPrefix(key) : 0;
+  }
+  int CompareTo(const IndexNode* n, const char* key, uint64_t kp) const {
+    if (use_prefix_ && n->prefix != kp) return n->prefix < kp ? -1 : 1;
+    return cmp_->Compare(n->key(), key);
+  }
+  int CompareNodes(const IndexNode* a, const IndexNode* b) const {
+    if (use_prefix_ && a->prefix != b->prefix) {
+      return a->prefix < b->prefix ? -1 : 1;
+    }
+    return cmp_->Compare(a->key(), b->key());
+  }
+  IndexNode* NewNode(pmem::NvmNode* pnode, const char* key, uint32_t key_size,
+                     int height, uint64_t version) {
+    IndexNode* n =
+        NewIndexNode(pnode, key, key_size, height, version, index_arena_);
+    if (n) n->prefix = PrefixOf(n->key());
+    return n;
+  }
+
   // Traversal helpers for readers.
   const IndexNode* FindGreaterOrEqual(const char* key, uint64_t vv) const;
   const IndexNode* FindLessThan(const char* key) const;  // nullptr key: last
@@ -348,6 +371,7 @@ class DurableSkipList {
   uint64_t ToOffset(const void* p) const { return region_->ToOffset(p); }
 
   const KeyComparator* const cmp_;
+  const bool use_prefix_;  // cmp_->prefix_ordered()
   pmem::Region* const region_;
   pmem::ListRoot* const root_;
   const SkipListOptions options_;

@@ -32,6 +32,7 @@ DurableSkipList<P>::DurableSkipList(const KeyComparator* cmp,
                                     pmem::Region* region, pmem::ListRoot* root,
                                     const SkipListOptions& options)
     : cmp_(cmp),
+      use_prefix_(cmp->prefix_ordered()),
       region_(region),
       root_(root),
       options_(options),
@@ -131,8 +132,8 @@ template <class P>
 Status DurableSkipList<P>::PrepareOnce(pmem::NvmNode* node, IndexNode** inode,
                                        Slot* slot) {
   int height = HeightFor(node->data(), node->key_size);
-  *inode = NewIndexNode(node, node->data(), node->key_size, height,
-                        pmem::kUncommittedVersion, index_arena_);
+  *inode = NewNode(node, node->data(), node->key_size, height,
+                   pmem::kUncommittedVersion);
   if (!*inode) return Status::NoSpace("out of DRAM for the index");
   node->version = pmem::kUncommittedVersion;
   node->next = 0;
@@ -162,10 +163,11 @@ Status DurableSkipList<P>::PrepareOnce(pmem::NvmNode* node, IndexNode** inode,
 template <class P>
 void DurableSkipList<P>::Locate(const char* key, IndexNode** preds,
                                 IndexNode** succs) const {
+  const uint64_t kp = PrefixOf(key);
   IndexNode* x = head_;
   for (int level = kMaxHeight - 1; level >= 0; level--) {
     IndexNode* next = x->Next(level);
-    while (next && cmp_->Compare(next->key(), key) < 0) {
+    while (next && CompareTo(next, key, kp) < 0) {
       x = next;
       next = x->Next(level);
       // If the search drops a level at x, it compares x's successor there
@@ -202,8 +204,7 @@ void DurableSkipList<P>::Prepare(PutAdv* adv, Slot* me) {
 template <class P>
 bool DurableSkipList<P>::IsDuplicate(const IndexNode* inode,
                                      const IndexNode* succ) const {
-  return options_.unique_keys && succ &&
-         cmp_->Compare(succ->key(), inode->key()) == 0;
+  return options_.unique_keys && succ && CompareNodes(succ, inode) == 0;
 }
 
 template <class P>
@@ -325,7 +326,7 @@ void DurableSkipList<P>::CountSuperseded(Slot* slot, const PutAdv& adv) {
   if (!options_.reclaim_space) return;
   const IndexNode* succ = adv.succs[0];
   if ((adv.inode->pnode->flags & pmem::kNodeTombstone) ||
-      (succ && cmp_->Compare(succ->key(), adv.inode->key()) == 0)) {
+      (succ && CompareNodes(succ, adv.inode) == 0)) {
     slot->superseded.store(slot->superseded.load(std::memory_order_relaxed) + 1,
                            std::memory_order_relaxed);
   }
@@ -375,7 +376,7 @@ typename DurableSkipList<P>::Slot* DurableSkipList<P>::AcquireSlot(
 
 template <class P>
 bool DurableSkipList<P>::Before(const IndexNode* a, const IndexNode* b) const {
-  int c = cmp_->Compare(a->key(), b->key());
+  int c = CompareNodes(a, b);
   return c < 0 || (c == 0 && a->Version() > b->Version());
 }
 
@@ -490,8 +491,7 @@ Status DurableSkipList<P>::Recover(RecoveryStats* stats) {
         in_run = false;
         link = &pn->next;
         int h = HeightFor(n->data(), n->key_size);
-        IndexNode* in = NewIndexNode(pn, pn->data(), pn->key_size, h,
-                                     n->version, index_arena_);
+        IndexNode* in = NewNode(pn, pn->data(), pn->key_size, h, n->version);
         if (!in) {
           alloc_status = Status::NoSpace("out of DRAM for the index");
           return WalkDecision::kKeep;

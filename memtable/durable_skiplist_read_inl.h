@@ -14,13 +14,14 @@ namespace memtable {
 template <class P>
 const IndexNode* DurableSkipList<P>::FindGreaterOrEqual(const char* key,
                                                         uint64_t vv) const {
+  const uint64_t kp = PrefixOf(key);
   const IndexNode* x = head_;
   const IndexNode* next = nullptr;
   for (int level = max_height_.load(std::memory_order_relaxed) - 1; level >= 0;
        level--) {
     next = x->Next(level);
     while (next) {
-      int c = cmp_->Compare(next->key(), key);
+      int c = CompareTo(next, key, kp);
       if (c > 0 || (c == 0 && next->Version() <= vv)) break;
       x = next;
       next = x->Next(level);
@@ -31,10 +32,11 @@ const IndexNode* DurableSkipList<P>::FindGreaterOrEqual(const char* key,
 
 template <class P>
 const IndexNode* DurableSkipList<P>::FindLessThan(const char* key) const {
+  const uint64_t kp = key ? PrefixOf(key) : 0;
   const IndexNode* x = head_;
   for (int level = kMaxHeight - 1; level >= 0; level--) {
     const IndexNode* next = x->Next(level);
-    while (next && (key == nullptr || cmp_->Compare(next->key(), key) < 0)) {
+    while (next && (key == nullptr || CompareTo(next, key, kp) < 0)) {
       x = next;
       next = x->Next(level);
     }
@@ -45,7 +47,7 @@ const IndexNode* DurableSkipList<P>::FindLessThan(const char* key) const {
 template <class P>
 const IndexNode* DurableSkipList<P>::Find(const char* key, uint64_t vv) const {
   const IndexNode* n = FindGreaterOrEqual(key, vv);
-  return (n && cmp_->Compare(n->key(), key) == 0) ? n : nullptr;
+  return (n && CompareTo(n, key, PrefixOf(key)) == 0) ? n : nullptr;
 }
 
 template <class P>
@@ -70,18 +72,19 @@ uint64_t DurableSkipList<P>::CountRange(const char* start,
   // (below kLimit) are below every estimate (kLimit or more).
   // Deterministic: it depends only on the nodes and their heights.
   constexpr uint64_t kLimit = 4096;
+  const uint64_t start_p = PrefixOf(start), end_p = PrefixOf(end);
   const IndexNode* x = head_;
   double estimate = 0;
   for (int level = max_height_.load(std::memory_order_relaxed) - 1; level >= 0;
        level--) {
     const IndexNode* next = x->Next(level);
-    while (next && cmp_->Compare(next->key(), start) < 0) {
+    while (next && CompareTo(next, start, start_p) < 0) {
       x = next;
       next = x->Next(level);
     }
     // next: the first node of this level at or after start.
     uint64_t c = 0;
-    for (; next && c < kLimit && cmp_->Compare(next->key(), end) < 0;
+    for (; next && c < kLimit && CompareTo(next, end, end_p) < 0;
          next = next->Next(level)) {
       c++;
     }
@@ -107,7 +110,7 @@ void DurableSkipList<P>::Iterator::SettleForward(const IndexNode* n) {
     // n is the newest version of its key in the snapshot.
     if (collapse && (n->pnode->flags & pmem::kNodeTombstone)) {
       const IndexNode* m = n->Next(0);
-      while (m && list_->cmp_->Compare(m->key(), n->key()) == 0) m = m->Next(0);
+      while (m && list_->CompareNodes(m, n) == 0) m = m->Next(0);
       n = m;
       continue;
     }
@@ -136,7 +139,7 @@ void DurableSkipList<P>::Iterator::SettleBackward(const char* bound) {
       continue;
     }
     const IndexNode* n = list_->FindGreaterOrEqual(p->key(), vv_);
-    if (n && list_->cmp_->Compare(n->key(), p->key()) == 0 &&
+    if (n && list_->CompareNodes(n, p) == 0 &&
         !(n->pnode->flags & pmem::kNodeTombstone)) {
       node_ = n;
       return;
@@ -155,7 +158,7 @@ void DurableSkipList<P>::Iterator::SeekForPrev(const char* key) {
   Seek(key);
   if (!Valid()) {
     SeekToLast();
-  } else if (list_->cmp_->Compare(node_->key(), key) > 0) {
+  } else if (list_->CompareTo(node_, key, list_->PrefixOf(key)) > 0) {
     Prev();
   }
 }
@@ -174,7 +177,7 @@ template <class P>
 void DurableSkipList<P>::Iterator::Next() {
   const IndexNode* n = node_->Next(0);
   if (list_->options_.collapse_versions) {
-    while (n && list_->cmp_->Compare(n->key(), node_->key()) == 0) {
+    while (n && list_->CompareNodes(n, node_) == 0) {
       n = n->Next(0);
     }
   }

@@ -31,6 +31,10 @@ constexpr int kMaxHeight = 12;
 struct IndexNode {
   std::atomic<uint64_t> version;
   pmem::NvmNode* pnode;
+  // KeyComparator::OrderPrefix of the key, when the list's comparator has
+  // one (else 0): searches compare it before the key, in the same line as
+  // the node's first links, and read the key only on a tie.
+  uint64_t prefix;
   uint32_t key_size;
   uint16_t height;
   // Set once Promote has linked every level (or recovery built the node):
@@ -96,6 +100,7 @@ inline IndexNode* NewIndexNode(pmem::NvmNode* pnode, const char* key,
   auto* n = static_cast<IndexNode*>(mem);
   n->version.store(version, std::memory_order_relaxed);
   n->pnode = pnode;
+  n->prefix = 0;
   n->key_size = key_size;
   n->height = static_cast<uint16_t>(height);
   new (&n->promoted) std::atomic<uint8_t>(0);

@@ -5,14 +5,14 @@
 // inside the region (and inside a chunk of the list when chunks are given:
 // W1; Recover always gives them), a valid header check, a well-formed
 // length-prefixed key, keys in ascending order, and within one key's run
-// the committed versions strictly descending. A node whose version is still MAX (never made durable; rule
-// R1 drops it) is exempt from the version order: with weak durability
-// (P16) two unfenced versions of one key, or a durable newer version ahead
-// of an older one still MAX, are a legal crash state. A cycle is therefore
-// caught by Brent's algorithm on node offsets (W2): a walk over n distinct
-// nodes ends within 3n steps whatever the pool size. The first violation
-// ends the walk with Corruption naming the list, the node's index and its
-// offset. Single-threaded; reads only, except where the visitor drops a
+// the committed versions strictly descending. A node whose version is still MAX
+// (never made durable; rule R1 drops it) is exempt from the version order: with
+// weak durability (P16) two unfenced versions of one key, or a durable newer
+// version ahead of an older one still MAX, are a legal crash state. A cycle is
+// therefore caught by Brent's algorithm on node offsets (W2): a walk over n
+// distinct nodes ends within 3n steps whatever the pool size. The first
+// violation ends the walk with Corruption naming the list, the node's index and
+// its offset. Single-threaded; reads only, except where the visitor drops a
 // node: then the walker unlinks it (*link = node->next) and calls on_unlink
 // so the caller can flush the changed pointer. A caller that must not
 // change a pool it then refuses (Recover) keeps every node and repairs

@@ -90,7 +90,7 @@ class VersionGc {
  private:
   using Node = IndexNode;
   bool SameKey(const Node* a, const Node* b) const {
-    return list_->cmp_->Compare(a->key(), b->key()) == 0;
+    return list_->CompareNodes(a, b) == 0;
   }
   static Node* Next0(const Node* n) {  // under the combiner lock
     return Node::Unmarked(n->next_[0].load(std::memory_order_relaxed));

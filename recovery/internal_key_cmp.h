@@ -16,7 +16,10 @@ namespace flintkv {
 // descending (RocksDB's InternalKeyComparator on memtable keys).
 class InternalKeyCmp : public memtable::KeyComparator {
  public:
-  explicit InternalKeyCmp(const rocksdb::Comparator* ucmp) : ucmp_(ucmp) {}
+  explicit InternalKeyCmp(const rocksdb::Comparator* ucmp) : ucmp_(ucmp) {
+    // The index may order by the user key's first bytes (key_comparator.h).
+    if (ucmp == rocksdb::BytewiseComparator()) SetBytewisePrefix(8);
+  }
   int Compare(const char* a, const char* b) const override {
     std::string_view ka = memtable::PrefixedKey(a);
     std::string_view kb = memtable::PrefixedKey(b);

@@ -11,12 +11,17 @@
 #include <algorithm>
 #include <atomic>
 #include <cstdio>
+#include <fstream>
 #include <memory>
 #include <random>
+#include <sstream>
 #include <string>
 #include <thread>
 #include <vector>
 
+#include "memtable/key_comparator.h"
+#include "recovery/internal_key_cmp.h"
+#include "rocksdb/comparator.h"
 #include "rocksdb/db.h"
 #include "rocksdb/listener.h"
 #include "rocksdb/options.h"
@@ -36,9 +41,11 @@ class FlushCount : public rocksdb::EventListener {
 // One DB, with the flintkv memtable or RocksDB's default skiplist.
 struct TestDb {
   TestDb(const std::string& tag, bool flint, size_t write_buffer_size,
-         uint64_t chunk_size = 1 << 20)
+         uint64_t chunk_size = 1 << 20,
+         const rocksdb::Comparator* comparator = nullptr)
       : dir("rmem_" + tag) {
     rocksdb::Options o;
+    if (comparator) o.comparator = comparator;
     o.create_if_missing = true;
     o.write_buffer_size = write_buffer_size;
     o.max_write_buffer_number = 2;
@@ -178,6 +185,121 @@ TEST(RocksMemtableTest, ApproximateNumEntriesIsExact) {
     };
     EXPECT_EQ(10u, count(100, 110)) << "build " << build;
     EXPECT_EQ(500u, count(250, 750)) << "build " << build;
+  }
+}
+
+// Memtable key: varint32 length, then the key (and an 8-byte trailer).
+std::string MemKey(const std::string& key, bool trailer, uint64_t seq = 0) {
+  std::string k = key;
+  if (trailer) {
+    const uint64_t packed = seq << 8 | 1;
+    k.append(reinterpret_cast<const char*>(&packed), 8);
+  }
+  std::string out(5, '\0');
+  out.resize(memtable::EncodeVarint32(&out[0], k.size()) - &out[0]);
+  return out + k;
+}
+
+int Sign(int c) { return (c > 0) - (c < 0); }
+
+// The index's prefix fast path (memtable/key_comparator.h) must never
+// contradict the comparator: whenever two prefixes differ, they order the
+// keys as Compare does. Keys: short and long, zero and 0xff bytes, shared
+// prefixes, one key a prefix of another. (A little-endian prefix, or one
+// not padded with zeros, fails here.)
+TEST(RocksMemtableTest, KeyPrefixOrderAgreesWithTheComparator) {
+  std::mt19937 rng(7);
+  std::vector<std::string> keys = {"",
+                                   "a",
+                                   std::string(1, '\0'),
+                                   std::string("a\0", 2),
+                                   "ab",
+                                   "abcdefg",
+                                   "abcdefgh",
+                                   "abcdefgh\x01",
+                                   "abcdefgi",
+                                   std::string(9, '\xff'),
+                                   "b"};
+  const char alphabet[] = {'\0', '\x01', 'a', 'b', '\x7f', '\x80', '\xff'};
+  for (int i = 0; i < 300; i++) {
+    std::string k(rng() % 12, ' ');
+    for (char& c : k) c = alphabet[rng() % sizeof(alphabet)];
+    keys.push_back(k);
+  }
+  memtable::BytewiseKeyComparator plain;
+  InternalKeyCmp internal(rocksdb::BytewiseComparator());
+  ASSERT_TRUE(plain.prefix_ordered());
+  ASSERT_TRUE(internal.prefix_ordered());
+  for (bool trailer : {false, true}) {
+    const memtable::KeyComparator& cmp =
+        trailer ? static_cast<const memtable::KeyComparator&>(internal) : plain;
+    size_t decided = 0;
+    for (size_t i = 0; i < keys.size(); i++) {
+      for (size_t j = 0; j < keys.size(); j++) {
+        const std::string a = MemKey(keys[i], trailer, i);
+        const std::string b = MemKey(keys[j], trailer, j);
+        const uint64_t pa = cmp.OrderPrefix(a.data());
+        const uint64_t pb = cmp.OrderPrefix(b.data());
+        if (pa == pb) continue;
+        decided++;
+        ASSERT_EQ(pa < pb ? -1 : 1, Sign(cmp.Compare(a.data(), b.data())))
+            << "keys " << i << ", " << j << " trailer " << trailer;
+      }
+    }
+    EXPECT_GT(decided, keys.size() * keys.size() / 2);  // it does decide
+  }
+  // Any other user order gets no prefix.
+  EXPECT_FALSE(
+      InternalKeyCmp(rocksdb::ReverseBytewiseComparator()).prefix_ordered());
+}
+
+std::string ReadFile(const std::string& path) {
+  std::ifstream f(path);
+  std::stringstream ss;
+  ss << f.rdbuf();
+  return ss.str();
+}
+
+// The flintkv memtable compares index prefixes only under RocksDB's
+// BytewiseComparator (it recognises RocksDB's memtable comparator and its
+// user comparator, memtable/rocksdb/memtable_comparator_layout.h); under
+// any other comparator it does not, and both orders come out right.
+TEST(RocksMemtableTest, IndexPrefixesOnlyUnderBytewiseComparator) {
+  std::vector<std::string> keys;
+  for (int i = 0; i < 500; i++) {
+    char buf[32];
+    std::snprintf(buf, sizeof(buf), "%s%03d", i % 2 ? "samepref" : "s", i);
+    keys.push_back(buf);
+    keys.push_back(std::string(buf) + std::string(1, '\0'));
+  }
+  for (const rocksdb::Comparator* c :
+       {rocksdb::BytewiseComparator(), rocksdb::ReverseBytewiseComparator()}) {
+    const bool bytewise = c == rocksdb::BytewiseComparator();
+    TestDb t(bytewise ? "prefix_bytewise" : "prefix_reverse", true, 16 << 20,
+             1 << 20, c);
+    for (const std::string& k : keys) t.Put(k, "v" + k);
+    std::vector<std::string> want = keys;
+    std::sort(want.begin(), want.end(),
+              [c](const std::string& a, const std::string& b) {
+                return c->Compare(a, b) < 0;
+              });
+    std::vector<std::string> got;
+    std::unique_ptr<rocksdb::Iterator> it(
+        t.db->NewIterator(rocksdb::ReadOptions()));
+    for (it->SeekToFirst(); it->Valid(); it->Next()) {
+      got.push_back(it->key().ToString());
+    }
+    EXPECT_EQ(want, got) << c->Name();
+    for (const std::string& k : keys) {
+      std::string v;
+      ASSERT_TRUE(t.db->Get(rocksdb::ReadOptions(), k, &v).ok()) << k;
+      EXPECT_EQ("v" + k, v);
+    }
+    EXPECT_EQ(0u, t.Property("rocksdb.num-files-at-level0"));  // memtable
+    const std::string log = ReadFile(t.dir.path() + "/db/LOG");
+    EXPECT_NE(std::string::npos, log.find(bytewise ? "index key prefixes on"
+                                                   : "index key prefixes off"))
+        << c->Name();
   }
 }
 

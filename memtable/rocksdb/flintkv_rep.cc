@@ -167,6 +167,14 @@ FlintRep::FlintRep(const rocksdb::MemTableRep::KeyComparator& cmp,
             RepListOptions(pool_->pool()->chunk_size(),
                            allocator ? &index_arena_ : nullptr)) {
   pool_->OnListCreated(root_);
+  if (logger_) {
+    rocksdb::Log(rocksdb::InfoLogLevel::INFO_LEVEL, logger_,
+                 "flintkv: memtable list %llu in %s; index key prefixes %s",
+                 static_cast<unsigned long long>(root_->list_id),
+                 pool_->pool()->path().c_str(),
+                 cmp_.prefix_ordered() ? "on (BytewiseComparator)"
+                                       : "off (not BytewiseComparator)");
+  }
 }
 
 void* FlintRep::IndexArenaOfRep::Allocate(size_t size) {

@@ -16,6 +16,7 @@
 #include <string>
 
 #include "memtable/durable_skiplist.h"
+#include "memtable/rocksdb/memtable_comparator_layout.h"
 #include "memtable/rocksdb/pool_session.h"
 #include "pmem/persist.h"
 #include "rocksdb/memtablerep.h"
@@ -30,7 +31,10 @@ using List = memtable::DurableSkipList<pmem::PmemPersist>;
 class RocksKeyComparator : public memtable::KeyComparator {
  public:
   explicit RocksKeyComparator(const rocksdb::MemTableRep::KeyComparator& c)
-      : c_(c) {}
+      : c_(c) {
+    // Internal keys end in 8 bytes of sequence and type.
+    if (OrdersByBytewiseUserKey(c)) SetBytewisePrefix(8);
+  }
   int Compare(const char* a, const char* b) const override { return c_(a, b); }
 
  private:

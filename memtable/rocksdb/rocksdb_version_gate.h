@@ -4,6 +4,8 @@
 // the API exposes without describing (each in its own file, which
 // static_asserts FLINTKV_ROCKSDB_CHECKED with what to re-check):
 //   memtable/rocksdb/lookup_key_layout.h  rocksdb::LookupKey's layout
+//   memtable/rocksdb/memtable_comparator_layout.h
+//                                         MemTable::KeyComparator's layout
 //   recovery/rocksdb_entry_checksum.h     the per-key memtable checksum
 //   recovery/replay.h                     the memtable entry value types
 // A RocksDB outside this list fails to compile (tests/CMakeLists.txt
