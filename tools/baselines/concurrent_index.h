@@ -2,7 +2,8 @@
 // (ListDB's lockfree_skiplist, RocksDB's InlineSkipList with
 // allow_concurrent_memtable_write), over FlintKV's own IndexNode so that every
 // implementation in flintkv_bench uses the same node layout, comparator,
-// height generator and DRAM allocator (paper §7.2).
+// height generator and DRAM allocator (paper §7.2), and the same key-prefix
+// compares as FlintKV's own index (memtable/key_comparator.h).
 //
 // Insert (both originals do the same): locate the predecessors and successors
 // at every level from the top, then link bottom-up, each level with one CAS
@@ -53,10 +54,12 @@ class ConcurrentIndex {
     IndexNode* preds[kMaxHeight];
     IndexNode* succs[kMaxHeight];
     const char* key = node->key();
+    const uint64_t kp = PrefixOf(key);
+    node->prefix = kp;  // before the release CAS that publishes the node
     IndexNode* x = head_;
     for (int level = kMaxHeight - 1; level >= 0; level--) {
       IndexNode* next = x->Next(level);
-      while (next && cmp_->Compare(next->key(), key) < 0) {
+      while (next && Less(next, key, kp)) {
         x = next;
         next = x->Next(level);
       }
@@ -73,7 +76,7 @@ class ConcurrentIndex {
         }
         IndexNode* p = preds[level];
         IndexNode* next = p->Next(level);
-        while (next && cmp_->Compare(next->key(), key) < 0) {
+        while (next && Less(next, key, kp)) {
           p = next;
           next = p->Next(level);
         }
@@ -85,11 +88,12 @@ class ConcurrentIndex {
 
   // First node with key >= key, or nullptr.
   const IndexNode* Seek(const char* key) const {
+    const uint64_t kp = PrefixOf(key);
     const IndexNode* x = head_;
     const IndexNode* next = nullptr;
     for (int level = kMaxHeight - 1; level >= 0; level--) {
       next = x->Next(level);
-      while (next && cmp_->Compare(next->key(), key) < 0) {
+      while (next && Less(next, key, kp)) {
         x = next;
         next = x->Next(level);
       }
@@ -106,6 +110,15 @@ class ConcurrentIndex {
   const IndexNode* First() const { return head_->Next(0); }
 
  private:
+  uint64_t PrefixOf(const char* key) const {
+    return cmp_->prefix_ordered() ? cmp_->OrderPrefix(key) : 0;
+  }
+  // n's key < key (whose prefix is kp): as DurableSkipList::CompareTo.
+  bool Less(const IndexNode* n, const char* key, uint64_t kp) const {
+    if (cmp_->prefix_ordered() && n->prefix != kp) return n->prefix < kp;
+    return cmp_->Compare(n->key(), key) < 0;
+  }
+
   const memtable::KeyComparator* const cmp_;
   IndexNode* head_;
 };
