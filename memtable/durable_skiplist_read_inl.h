@@ -117,6 +117,14 @@ void DurableSkipList<P>::Iterator::SettleForward(const IndexNode* n) {
     break;
   }
   node_ = n;
+  if (n) {
+    // A scan touches two lines per entry where RocksDB's skiplist touches
+    // one: the index node and the PMEM entry it names. Fetch the entry
+    // (read next, by key()/the callback) and the next index node (read by
+    // the next Next) now, so that their misses overlap the caller's work.
+    __builtin_prefetch(n->pnode->data(), 0, 3);
+    __builtin_prefetch(n->Next(0), 0, 3);
+  }
 }
 
 // Positions at the newest visible live entry with key < bound (nullptr
