@@ -507,7 +507,7 @@ Status DurableSkipList<P>::Recover(RecoveryStats* stats) {
         if (h > max_height_.load(std::memory_order_relaxed)) {
           max_height_.store(h, std::memory_order_relaxed);
         }
-        slot.Count(IndexNode::AllocSize(h, pn->key_size));
+        slot.Count(index_arena_ ? 0 : IndexNode::AllocSize(h, pn->key_size));
         st.nodes_kept++;
         if (n->version > st.max_version) st.max_version = n->version;
         return WalkDecision::kKeep;

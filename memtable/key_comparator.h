@@ -38,7 +38,7 @@ class KeyComparator {
     const char* p = key + 1;
     if (len >= 128) {
       p = DecodeVarint32(key, key + kMaxVarint32Bytes, &len);
-      if (!p) return 0;  // untrusted key: 0 ties with short keys only
+      if (!p) return 0;  // malformed: PrefixedKey reads it as empty too
     }
     // A key shorter than the trailer is all byte-ordered (InternalKeyCmp's
     // rule for malformed keys), so the prefix agrees with Compare there too.
@@ -66,7 +66,8 @@ class KeyComparator {
 };
 
 // Lexicographic unsigned-byte order (the standalone store's order).
-class BytewiseKeyComparator : public KeyComparator {
+// Final: a subclass changing Compare would keep the bytewise prefix.
+class BytewiseKeyComparator final : public KeyComparator {
  public:
   BytewiseKeyComparator() { SetBytewisePrefix(0); }
   int Compare(const char* a, const char* b) const override {

@@ -1,6 +1,7 @@
 // Definitions for version_gc.h. Every flush/fence names its invariant.
 #pragma once
 
+#include <cassert>
 #include <utility>
 
 namespace flintkv {
@@ -207,9 +208,12 @@ void VersionGc<P>::Free(Node* n) {
   pmem::NvmNode* pn = n->pnode;
   list_->arena_.Free(reinterpret_cast<char*>(pn),
                      pmem::NvmNode::AllocSize(pn->data_size));
+  // The GC runs only on reclaim_space lists, which never use an IndexArena
+  // (SkipListOptions): every node is malloc'ed and counted in DramBytes.
+  assert(list_->index_arena_ == nullptr);
   list_->gc_freed_dram_.fetch_add(IndexNode::AllocSize(n->height, n->key_size),
                                   std::memory_order_relaxed);
-  DeleteIndexNode(n, list_->index_arena_);  // nullptr: reclaim_space lists
+  DeleteIndexNode(n);
 }
 
 }  // namespace memtable

@@ -173,7 +173,10 @@ FlintRep::FlintRep(const rocksdb::MemTableRep::KeyComparator& cmp,
                  static_cast<unsigned long long>(root_->list_id),
                  pool_->pool()->path().c_str(),
                  cmp_.prefix_ordered() ? "on (BytewiseComparator)"
-                                       : "off (not BytewiseComparator)");
+                 : MemTableComparatorRecognised()
+                     ? "off (user comparator is not BytewiseComparator())"
+                     : "off (RocksDB's memtable comparator not recognised: "
+                       "its vtable symbol is not visible)");
   }
 }
 
@@ -271,7 +274,8 @@ bool FlintRep::InsertKey(rocksdb::KeyHandle handle) {
   }
   memtable::InsertResult result;
   Status s = list_.Insert(node, &result);
-  while (!s.ok()) {  // only DRAM exhaustion
+  while (!s.ok()) {  // DRAM exhaustion of a malloc'ed index (RocksDB's
+                     // arena throws bad_alloc instead, as for its skiplist)
     Sleep(1);
     s = list_.Insert(node, &result);
   }

@@ -34,6 +34,12 @@ extern "C" const char flintkv_memtable_key_comparator_vtable[] __asm__(
 namespace flintkv {
 namespace rocks {
 
+// False if this RocksDB does not export the vtable symbol (a build with
+// hidden visibility): the fast path is then never on.
+inline bool MemTableComparatorRecognised() {
+  return flintkv_memtable_key_comparator_vtable != nullptr;
+}
+
 // True if cmp is RocksDB's memtable comparator over BytewiseComparator().
 inline bool OrdersByBytewiseUserKey(
     const rocksdb::MemTableRep::KeyComparator& cmp) {
