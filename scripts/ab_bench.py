@@ -7,6 +7,8 @@ listdb baseline side by side (their order also alternates), then prints per
 thread count the medians of flintkv kops/s, listdb kops/s, the per-run ratio
 flintkv/listdb, and each binary's flintkv median over the first binary's.
 Ratios, not absolute numbers, are the result on a shared noisy machine.
+--volatile adds the volatile skiplist (FlintKV's index and list on DRAM, no
+persistence) to every invocation, and the ratio flintkv/volatile.
 
 Example (docs/results/listdb_gap.md):
   scripts/ab_bench.py --rounds=6 --threads=1,2 --num=300000 \
@@ -37,7 +39,7 @@ def run_one(path, threads, num, pool_dir, impl_order, extra):
             # Per CPU-second: less sensitive to preemption by other jobs
             # (but spinning waiters count).
             got[m.group(1) + "/cpu"] = kops / max(float(m.group(5)), 0.01)
-    if "flintkv" not in got or "listdb" not in got:
+    if any(i not in got for i in impl_order.split(",")):
         sys.exit(f"ab_bench: no result from {' '.join(cmd)}:\n{out.stdout}")
     return got
 
@@ -52,6 +54,8 @@ def main():
     ap.add_argument("--rounds", type=int, default=4)
     ap.add_argument("--pool_dir", default="/dev/shm/flintkv_ab")
     ap.add_argument("--extra", default="", help="more flintkv_bench flags")
+    ap.add_argument("--volatile", action="store_true",
+                    help="also run the volatile skiplist")
     a = ap.parse_args()
     bins = [b.split("=", 1) for b in a.binaries]
     threads = [int(t) for t in a.threads.split(",")]
@@ -67,7 +71,9 @@ def main():
     print(f"load average at start: {open('/proc/loadavg').read().strip()}")
     for r in range(a.rounds):
         order = bins if r % 2 == 0 else list(reversed(bins))
-        impl = "flintkv,listdb" if (r // 2) % 2 == 0 else "listdb,flintkv"
+        impls = ["flintkv", "listdb"] + (["volatile"] if a.volatile else [])
+        k = (r // 2) % len(impls)  # every impl goes first in turn
+        impl = ",".join(impls[k:] + impls[:k])
         for t in threads:
             for label, path in order:
                 got = run_one(path, t, nums[t], a.pool_dir, impl,
@@ -83,8 +89,11 @@ def main():
     base = bins[0][0]
     print(f"\n| binary | threads | num | flintkv kops/s | listdb kops/s | "
           f"flintkv/listdb | flintkv vs {base} | per CPU-s: flintkv/listdb "
-          f"| per CPU-s: flintkv vs {base} |")
-    print("|---|---:|---:|---:|---:|---:|---:|---:|---:|")
+          f"| per CPU-s: flintkv vs {base} |" +
+          (" flintkv/volatile | per CPU-s: flintkv/volatile |"
+           if a.volatile else ""))
+    print("|---|---:|---:|---:|---:|---:|---:|---:|---:|" +
+          ("---:|---:|" if a.volatile else ""))
     med = statistics.median
     for t in threads:
         fb = med(x["flintkv"] for x in res[(base, t)])
@@ -97,9 +106,14 @@ def main():
             ratio = med(x["flintkv"] / x["listdb"] for x in runs)
             ratio_c = med(x["flintkv/cpu"] / x["listdb/cpu"] for x in runs)
             fc = med(x["flintkv/cpu"] for x in runs)
+            vol = ""
+            if a.volatile:
+                vr = med(x["flintkv"] / x["volatile"] for x in runs)
+                vc = med(x["flintkv/cpu"] / x["volatile/cpu"] for x in runs)
+                vol = f" {vr:.3f} | {vc:.3f} |"
             print(f"| {label} | {t} | {nums[t]} | {f:.0f} | {l:.0f} | "
                   f"{ratio:.3f} | {f / fb:.3f} | {ratio_c:.3f} | "
-                  f"{fc / fbc:.3f} |")
+                  f"{fc / fbc:.3f} |" + vol)
 
 
 if __name__ == "__main__":

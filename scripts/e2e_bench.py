@@ -27,6 +27,18 @@ keys (fillrandom) into a memtable big enough to hold them all (no flush: the
 reads hit the memtable), then readrandom, seekrandom (--seek_nexts=10),
 readrandomwriterandom (50% reads) and readwhilewriting.
 
+Read model (reads workload): on tmpfs a PMEM read costs a DRAM read. The
+flintkv index (keys, prefixes, links) is in DRAM, so an operation touches
+PMEM only in the entries it returns: one per Get, 1 + seek_nexts per
+seekrandom op. PmemTouches() gives, from the node layout, the 64-byte lines
+and 256-byte Optane XPLines one entry spans (mean over its alignments); the
+model charges each entry one random Optane read (305 ns vs 81 ns for DRAM)
+and each further XPLine a sequential one (169 ns): Izraelevitz et al., "Basic
+Performance Measurements of the Intel Optane DC Persistent Memory Module",
+arXiv:1903.05714, 2019 (idle read latency, Fig. 2). The modeled column adds
+that time to every flintkv operation of a thread (the skiplist is all DRAM,
+unchanged): what the same run would cost on a first-generation Optane DIMM.
+
 Every round runs every (threads, configuration) once; rounds alternate the
 order of the configurations (ABBA). Each printed ops/s is the median over
 rounds; each ratio is the median over rounds of the ratio of two runs of the
@@ -55,6 +67,43 @@ LABELS = {
 }
 READ_BENCHES = ["readrandom", "seekrandom", "readrandomwriterandom",
                 "readwhilewriting"]
+SEEK_NEXTS = 10
+# PMEM entries read per operation (see the read model above).
+ENTRIES_PER_OP = {"readrandom": 1, "seekrandom": 1 + SEEK_NEXTS,
+                  "readrandomwriterandom": 0.5, "readwhilewriting": 1}
+OPTANE_RANDOM_NS, OPTANE_SEQ_NS, DRAM_NS = 305, 169, 81
+NODE_HEADER, NODE_ALIGN = 32, 16  # pmem/layout.h NvmNode
+
+
+def varint_len(v):
+    n = 1
+    while v >= 128:
+        v >>= 7
+        n += 1
+    return n
+
+
+def pmem_touches(key_size, value_size):
+    """(64-byte lines, 256-byte XPLines) one RocksDB entry spans in PMEM,
+    mean over the node's possible alignments: the entry (varint key length,
+    internal key, varint value length, value) starts after the node's
+    32-byte header; nodes are 16-byte aligned."""
+    ikey = key_size + 8
+    size = varint_len(ikey) + ikey + varint_len(value_size) + value_size
+
+    def spans(block):
+        n = [((a + NODE_HEADER + size - 1) // block) -
+             ((a + NODE_HEADER) // block) + 1
+             for a in range(0, block, NODE_ALIGN)]
+        return sum(n) / len(n)
+    return spans(64), spans(256)
+
+
+def modeled_extra_ns(bench, key_size, value_size):
+    _, xplines = pmem_touches(key_size, value_size)
+    per_entry = (OPTANE_RANDOM_NS - DRAM_NS) + (xplines - 1) * (
+        OPTANE_SEQ_NS - DRAM_NS)
+    return ENTRIES_PER_OP.get(bench, 0) * per_entry
 
 
 def resolve_db_bench(choice):
@@ -119,7 +168,8 @@ def run_once(a, db_bench, env_extra, plugin, cfg, threads):
             common += ["--num=%d" % a.num, "--reads=%d" % (a.reads // threads),
                        "--writes=%d" % (a.reads // threads),
                        "--write_buffer_size=%d" % (2 << 30),
-                       "--max_write_buffer_number=2", "--seek_nexts=10",
+                       "--max_write_buffer_number=2",
+                       "--seek_nexts=%d" % SEEK_NEXTS,
                        "--readwritepercent=50"]
             pool = ("%s/pool" % work, "8G")
         args = [db_bench, "--benchmarks=" + ",".join(benches)] + common
@@ -218,8 +268,21 @@ def main():
         "- %d interleaved rounds; ops/s are medians; a ratio is the median of "
         "the same-round ratios flintkv / baseline" % a.rounds,
         ""]
+    if a.workload == "reads":
+        lines64, xpl = pmem_touches(16, a.value_size)
+        lines += [
+            "- PMEM per entry read (16-byte keys, %d-byte values): %.2f "
+            "64-byte lines, %.2f 256-byte XPLines; entries per operation: %s; "
+            "the index holds keys and prefixes in DRAM, so nothing else of a "
+            "lookup touches PMEM" % (a.value_size, lines64, xpl, ", ".join(
+                "%s %g" % kv for kv in ENTRIES_PER_OP.items())),
+            "- modeled = flintkv on a first-generation Optane DIMM: each "
+            "entry read +%d ns (random read %d ns vs DRAM %d ns; further "
+            "XPLines +%d ns; Izraelevitz et al. 2019, arXiv:1903.05714)" %
+            (OPTANE_RANDOM_NS - DRAM_NS, OPTANE_RANDOM_NS, DRAM_NS,
+             OPTANE_SEQ_NS - DRAM_NS), ""]
     csv = [["bench", "threads", "config", "ops_median", "p99_us_median",
-            "runs"]]
+            "runs", "modeled_ops"]]
 
     def med(name, t, b, i):
         vals = [v[i] for v in runs[(name, t, b)] if v[i] is not None]
@@ -237,6 +300,11 @@ def main():
         if len(flint) > 1:
             head += ["%s vs %s" % (f, flint[0]) for f in flint[1:]]
         head += ["p99 us " + n for n in flint + bases]
+        extra = modeled_extra_ns(b, 16, a.value_size) \
+            if a.workload == "reads" else 0
+        if extra:
+            head += ["%s modeled (Optane)" % f for f in flint]
+            head += ["modeled %s vs %s" % (f, n) for f in flint for n in bases]
         lines += ["| " + " | ".join(head) + " |",
                   "|" + "---|" * len(head)]
         for t in threads:
@@ -246,10 +314,22 @@ def main():
             if len(flint) > 1:
                 row += ["%.3f" % ratio(f, flint[0], t, b) for f in flint[1:]]
             row += ["%.1f" % med(n, t, b, 1) for n in flint + bases]
+            # A thread's op takes t / ops seconds; the model adds `extra`.
+            # (readwhilewriting's ops/s counts the t readers only.)
+            def model(ops):
+                return t / (t / ops + extra * 1e-9) if extra else ops
+            if extra:
+                row += ["%.0f" % model(med(f, t, b, 0)) for f in flint]
+                row += ["%.2f" % statistics.median(
+                    model(x[0]) / y[0] for x, y in
+                    zip(runs[(f, t, b)], runs[(n, t, b)]))
+                        for f in flint for n in bases]
             lines.append("| " + " | ".join(row) + " |")
             for n in flint + bases:
-                csv.append([b, t, n, "%.0f" % med(n, t, b, 0),
-                            "%.2f" % med(n, t, b, 1), len(runs[(n, t, b)])])
+                ops = med(n, t, b, 0)
+                csv.append([b, t, n, "%.0f" % ops, "%.2f" % med(n, t, b, 1),
+                            len(runs[(n, t, b)]),
+                            "%.0f" % (model(ops) if n in flint else ops)])
         lines.append("")
     text = "\n".join(lines)
     print(text)

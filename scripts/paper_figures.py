@@ -2,7 +2,7 @@
 """Regenerates the FlintKV paper's evaluation figures (§7) on this machine.
 
   scripts/paper_figures.py [--quick] [--build DIR] [--out DIR]
-                           [--only fig4,fig6,fig7,fig89,disk,fig10]
+                           [--only fig4,fig6,fig7,fig89,disk,e2e,reads,fig10]
                            [--threads 1,2,4,8,16,32] [--repeats 3]
                            [--short] [--no-build] [--fig4-from-csv]
 
@@ -47,7 +47,7 @@ import sys
 import tempfile
 import time
 
-from paper_figures_e2e import end_to_end, fig10
+from paper_figures_e2e import e2e_bench_section, end_to_end, fig10
 from paper_figures_lib import (ROOT, group, log, median, plot_lines, sh,
                                write_csv)
 
@@ -350,7 +350,8 @@ def main():
     ap.add_argument("--quick", action="store_true")
     ap.add_argument("--build", default=os.path.join(ROOT, "build"))
     ap.add_argument("--out", default=None)
-    ap.add_argument("--only", default="fig4,fig6,fig7,fig89,disk,fig10")
+    ap.add_argument("--only",
+                    default="fig4,fig6,fig7,fig89,disk,e2e,reads,fig10")
     ap.add_argument("--threads", default=None)
     ap.add_argument("--repeats", type=int, default=None)
     ap.add_argument("--jobs", default="2")
@@ -376,6 +377,7 @@ def main():
         a.payloads, a.fig6_num, a.fig6_threads = [16, 1024], 10000, [4]
         a.batches, a.fig7_num, a.fig7_threads = [1, 16], 20000, 4
         a.e2e_num, a.e2e_threads = 40000, [1, 4]
+        a.reads_num, a.reads_threads = 20000, [1, 2]
         a.disk_num, a.disk_threads = 2000, [1]
     else:
         a.out = a.out or os.path.join(ROOT, "docs", "results", "paper_figures")
@@ -387,6 +389,7 @@ def main():
             [16, 64, 256, 1024, 4096], 250000, [16, 32])
         a.batches, a.fig7_num, a.fig7_threads = [1, 4, 16, 64], 300000, 8
         a.e2e_num, a.e2e_threads = 1000000, [1, 2, 4, 8, 16]
+        a.reads_num, a.reads_threads = 500000, [1, 2, 4]
         a.disk_num, a.disk_threads = 20000, [1, 8]
         if a.short:
             a.fig6_num, a.fig6_threads = 100000, [16]
@@ -459,12 +462,25 @@ def main():
                    "memtable on (emulated) PMEM.")
         shutil.rmtree(disk, ignore_errors=True)
 
+    def s_e2e(md):
+        md.append("## End to end against the volatile skiplist (issue 23)\n")
+        e2e_bench_section(a, md, "e2e_fill", "fill", a.e2e_threads,
+                          a.e2e_num, "db_bench fillrandom, flintkv vs "
+                          "RocksDB's skiplist (no WAL, WAL, WAL sync)")
+
+    def s_reads(md):
+        md.append("## Reads from the memtable (issue 23)\n")
+        e2e_bench_section(a, md, "e2e_reads", "reads", a.reads_threads,
+                          a.reads_num, "db_bench reads, every key in the "
+                          "memtable")
+
     def s_fig10(md):
         md.append("## Recovery (paper §7.4)\n")
         fig10(a, md)
 
     order = [("fig4", s_fig4), ("fig6", s_fig6), ("fig7", s_fig7),
-             ("fig89", s_fig89), ("disk", s_disk), ("fig10", s_fig10)]
+             ("fig89", s_fig89), ("disk", s_disk), ("e2e", s_e2e),
+             ("reads", s_reads), ("fig10", s_fig10)]
     for key, fn in order:
         if key in only:
             section(key, fn)

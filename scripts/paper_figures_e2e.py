@@ -1,9 +1,11 @@
 """End-to-end figures of scripts/paper_figures.py: stock db_bench
 fillrandom with the flintkv plugin vs RocksDB's WAL (Fig 8/9, and the WAL on
 the real disk) and recovery time (Fig 10, scripts/recovery_bench.sh)."""
+import csv as csv_module
 import os
 import re
 import shutil
+import sys
 import tempfile
 
 from paper_figures_lib import ROOT, median, plot_lines, sh, write_csv
@@ -141,3 +143,49 @@ def fig10(a, md):
               "![fig10](paper_figures/fig10.png)\n\n" + "\n".join(table) +
               "\n\nPaper: FlintKV recovers 171.5% faster at ~30 MB and 20% "
               "faster at ~300 MB than the WAL replay of PMemRocksDB/ListDB.\n")
+
+
+# ------------------------------------------ e2e_bench: fill and memtable reads
+
+def e2e_bench_section(a, md, name, workload, threads, num, title):
+    """Runs scripts/e2e_bench.py (interleaved rounds, same-round ratios),
+    plots its CSV and appends its tables."""
+    csv = os.path.join(a.out, f"{name}.csv")
+    table_md = os.path.join(a.out, f"{name}.md")
+    cmd = [sys.executable, os.path.join(ROOT, "scripts", "e2e_bench.py"),
+           "--db_bench", "auto", "--workload", workload,
+           "--threads", ",".join(str(t) for t in threads), "--num", str(num),
+           "--rounds", str(a.repeats), "--plugin", a.plugin,
+           "--out", table_md, "--csv", csv]
+    if workload == "reads":
+        cmd += ["--reads", str(num), "--configs", "flintkv,nowal"]
+    else:
+        cmd += ["--configs", "flintkv,walsync,wal,nowal"]
+    sh(cmd)
+    rows = list(csv_module.DictReader(open(csv)))
+    benches = sorted({r["bench"] for r in rows},
+                     key=lambda b: [r["bench"] for r in rows].index(b))
+    images = []
+    for b in benches:
+        br = [r for r in rows if r["bench"] == b]
+        cfgs = sorted({r["config"] for r in br})
+        data = {c: [(int(r["threads"]), float(r["ops_median"]) / 1e3)
+                    for r in br if r["config"] == c] for c in cfgs}
+        if workload == "reads":
+            data["flintkv modeled (Optane reads)"] = [
+                (int(r["threads"]), float(r["modeled_ops"]) / 1e3)
+                for r in br if r["config"] == "flintkv"]
+        plot_lines(a, f"{name}_{b}", data, "threads", "kops/s (median)",
+                   f"{title}: {b}", logx=True)
+        images.append(f"![{name} {b}](paper_figures/{name}_{b}.png)")
+        if workload == "fill":
+            p99 = {c: [(int(r["threads"]), float(r["p99_us_median"]))
+                       for r in br if r["config"] == c] for c in cfgs}
+            plot_lines(a, f"{name}_{b}_p99", p99, "threads",
+                       "p99 latency, us (median)", f"{title}: {b} p99",
+                       logx=True)
+            images.append(f"![{name} {b} p99](paper_figures/{name}_{b}_p99.png)")
+    with open(table_md) as f:
+        # Without its own title; its per-benchmark headings under ours.
+        tables = f.read().split("\n", 1)[1].replace("\n## ", "\n#### ")
+    md.append(f"### {title}\n\n" + "\n".join(images) + "\n" + tables + "\n")
