@@ -162,6 +162,16 @@ def e2e_bench_section(a, md, name, workload, threads, num, title):
     else:
         cmd += ["--configs", "flintkv,walsync,wal,nowal"]
     sh(cmd)
+    images = plot_e2e(a, name, workload, csv)
+    with open(table_md) as f:
+        # Without its own title; its per-benchmark headings under ours.
+        tables = f.read().split("\n", 1)[1].replace("\n## ", "\n#### ")
+    md.append(f"### {title}\n\n" + "\n".join(images) + "\n" + tables + "\n")
+
+
+def plot_e2e(a, name, workload, csv):
+    """Plots of an e2e_bench CSV (one per benchmark; fill: also p99);
+    returns their markdown image links."""
     rows = list(csv_module.DictReader(open(csv)))
     benches = sorted({r["bench"] for r in rows},
                      key=lambda b: [r["bench"] for r in rows].index(b))
@@ -176,16 +186,13 @@ def e2e_bench_section(a, md, name, workload, threads, num, title):
                 (int(r["threads"]), float(r["modeled_ops"]) / 1e3)
                 for r in br if r["config"] == "flintkv"]
         plot_lines(a, f"{name}_{b}", data, "threads", "kops/s (median)",
-                   f"{title}: {b}", logx=True)
+                   f"db_bench {b}: flintkv vs RocksDB skiplist", logx=True)
         images.append(f"![{name} {b}](paper_figures/{name}_{b}.png)")
         if workload == "fill":
             p99 = {c: [(int(r["threads"]), float(r["p99_us_median"]))
                        for r in br if r["config"] == c] for c in cfgs}
             plot_lines(a, f"{name}_{b}_p99", p99, "threads",
-                       "p99 latency, us (median)", f"{title}: {b} p99",
+                       "p99 latency, us (median)", f"db_bench {b}: p99",
                        logx=True)
             images.append(f"![{name} {b} p99](paper_figures/{name}_{b}_p99.png)")
-    with open(table_md) as f:
-        # Without its own title; its per-benchmark headings under ours.
-        tables = f.read().split("\n", 1)[1].replace("\n## ", "\n#### ")
-    md.append(f"### {title}\n\n" + "\n".join(images) + "\n" + tables + "\n")
+    return images
