@@ -14,7 +14,7 @@
 #include "memtable/rocksdb/iterator_cache.cc"
 #include "memtable/rocksdb/option_checks.cc"
 #include "memtable/rocksdb/pool_session.cc"
-#include "memtable/status.cc"
 #include "memtable/thread_id.cc"
 #include "pmem/persist.cc"
 #include "pmem/pool.cc"
+#include "pmem/status.cc"
