@@ -339,20 +339,14 @@ class DurableSkipList {
   void CountSuperseded(Slot* slot, const PutAdv& adv);
   bool HasDuplicateKeys(pmem::NvmNode* const* nodes, size_t n) const;
 
-  // Key order through the index (KeyComparator's prefix fast path): the
-  // node's prefix decides unless it ties with kp, the OrderPrefix of key.
-  uint64_t PrefixOf(const char* key) const {
-    return use_prefix_ ? cmp_->OrderPrefix(key) : 0;
-  }
+  // Key order through the index (KeyComparator::CompareWithPrefix): kp is
+  // PrefixOf(key).
+  uint64_t PrefixOf(const char* key) const { return cmp_->IndexPrefix(key); }
   int CompareTo(const IndexNode* n, const char* key, uint64_t kp) const {
-    if (use_prefix_ && n->prefix != kp) return n->prefix < kp ? -1 : 1;
-    return cmp_->Compare(n->key(), key);
+    return cmp_->CompareWithPrefix(n->key(), n->prefix, key, kp);
   }
   int CompareNodes(const IndexNode* a, const IndexNode* b) const {
-    if (use_prefix_ && a->prefix != b->prefix) {
-      return a->prefix < b->prefix ? -1 : 1;
-    }
-    return cmp_->Compare(a->key(), b->key());
+    return CompareTo(a, b->key(), b->prefix);
   }
   IndexNode* NewNode(pmem::NvmNode* pnode, const char* key, uint32_t key_size,
                      int height, uint64_t version) {
@@ -371,7 +365,6 @@ class DurableSkipList {
   uint64_t ToOffset(const void* p) const { return region_->ToOffset(p); }
 
   const KeyComparator* const cmp_;
-  const bool use_prefix_;  // cmp_->prefix_ordered()
   pmem::Region* const region_;
   pmem::ListRoot* const root_;
   const SkipListOptions options_;

@@ -32,7 +32,6 @@ DurableSkipList<P>::DurableSkipList(const KeyComparator* cmp,
                                     pmem::Region* region, pmem::ListRoot* root,
                                     const SkipListOptions& options)
     : cmp_(cmp),
-      use_prefix_(cmp->prefix_ordered()),
       region_(region),
       root_(root),
       options_(options),

@@ -53,6 +53,17 @@ class KeyComparator {
     }
     return v;
   }
+  // What an index node keeps of its key: OrderPrefix, or 0 without one.
+  uint64_t IndexPrefix(const char* key) const {
+    return prefix_ordered_ ? OrderPrefix(key) : 0;
+  }
+  // Compare(a, b) for keys whose IndexPrefix are pa and pb: the prefixes
+  // decide unless they tie (the one key order of every index over keys).
+  int CompareWithPrefix(const char* a, uint64_t pa, const char* b,
+                        uint64_t pb) const {
+    if (prefix_ordered_ && pa != pb) return pa < pb ? -1 : 1;
+    return Compare(a, b);
+  }
 
  protected:
   void SetBytewisePrefix(uint32_t trailer) {

@@ -110,13 +110,10 @@ class ConcurrentIndex {
   const IndexNode* First() const { return head_->Next(0); }
 
  private:
-  uint64_t PrefixOf(const char* key) const {
-    return cmp_->prefix_ordered() ? cmp_->OrderPrefix(key) : 0;
-  }
-  // n's key < key (whose prefix is kp): as DurableSkipList::CompareTo.
+  uint64_t PrefixOf(const char* key) const { return cmp_->IndexPrefix(key); }
+  // n's key < key (whose prefix is kp), in FlintKV's index order.
   bool Less(const IndexNode* n, const char* key, uint64_t kp) const {
-    if (cmp_->prefix_ordered() && n->prefix != kp) return n->prefix < kp;
-    return cmp_->Compare(n->key(), key) < 0;
+    return cmp_->CompareWithPrefix(n->key(), n->prefix, key, kp) < 0;
   }
 
   const memtable::KeyComparator* const cmp_;
