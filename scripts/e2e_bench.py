@@ -112,6 +112,11 @@ def resolve_db_bench(choice):
     rel_bin = os.path.join(rel, "bin", "db_bench")
     if choice == "auto":
         choice = "release" if os.path.exists(rel_bin) else "debian"
+        if choice == "debian":
+            print("e2e_bench: no release RocksDB in %s: measuring Debian's "
+                  "db_bench (assertions on, which flatters flintkv); for the "
+                  "fair baseline run scripts/build_release_rocksdb.sh once "
+                  "(~15 min on 2 cores)" % CACHE, file=sys.stderr)
     if choice == "release":
         if not os.path.exists(rel_bin):
             sys.exit("e2e_bench: no release build in %s: run "

@@ -39,12 +39,6 @@ scripts/setup.sh >/dev/null
 cmake -S . -B build -DCMAKE_BUILD_TYPE=Release >/dev/null
 cmake --build build -j"$(nproc)" --target flintkv_rocksdb >/dev/null
 
-CACHE=${FLINTKV_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/flintkv}
-if [ "$DB_BENCH" = auto ] && [ ! -x "$CACHE/rocksdb-release/bin/db_bench" ]; then
-  echo "run_main: no release RocksDB in $CACHE: measuring Debian's db_bench" \
-       "(assertions on, which flatters flintkv); for the fair baseline run" \
-       "scripts/build_release_rocksdb.sh once (~15 min on 2 cores)" >&2
-fi
 scripts/e2e_bench.py --db_bench "$DB_BENCH" --workload fill \
   --threads "${THREADS// /,}" --num "$NUM" --value_size "$VALUE_SIZE" \
   --rounds "$REPEATS" --configs flintkv,walsync,wal,nowal ${OUT:+--out "$OUT"}
