@@ -69,7 +69,7 @@ struct PmemPersist {
   // Test seams of the crash simulator (SimPersist); nothing here.
   static void OnAdvertise() {}
   static void OnPassStart() {}
-  // Test seams of the GC race test (tests/gc_race_concurrency_test.cc):
+  // Test seams of the GC race test (tests/store/gc_race_concurrency_test.cc):
   // OnBeforePromote(node) runs in Insert between a node's level-0 link and
   // its Promote; OnGcPredFound(node, level) in the version GC between
   // finding a node's predecessor at `level` and unlinking it there. Empty

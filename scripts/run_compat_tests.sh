@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # FlintKV against the newer RocksDB versions users run, each built once from
-# Debian's source packages into the per-user cache (scripts/build_rocksdb.sh):
+# Debian's source packages into the per-user cache (scripts/setup/build_rocksdb.sh):
 # 9.10.0 (Debian 13, trixie) and 9.11.2 (Debian unstable, sid). The README
 # test command covers 9.10.0's FlintKV tests; this script adds, per version:
 #   1. FlintKV's RocksDB tests built against it (differential against its
@@ -9,9 +9,9 @@
 #   2. RocksDB's own db_bench and ldb built with ROCKSDB_PLUGINS=flintkv
 #      (no LD_PRELOAD): db_bench fillseq and fillrandom with the flintkv
 #      memtable and the WAL off, killed, flintkv_tool recover, every
-#      acknowledged key present (scripts/crash_fillseq_demo.sh --tools);
+#      acknowledged key present (scripts/check/crash_fillseq_demo.sh --tools);
 #   3. RocksDB's own db_stress of that version with flintkv vs the skiplist
-#      (scripts/rocksdb_peer_tests.sh --rocksdb V --stress-only).
+#      (scripts/peer/rocksdb_peer_tests.sh --rocksdb V --stress-only).
 #
 #   scripts/run_compat_tests.sh [--versions "9.10.0 9.11.2"] [--full]
 #       [--report FILE]
@@ -34,7 +34,7 @@ while [ $# -gt 0 ]; do
   esac
   shift
 done
-scripts/setup.sh
+scripts/setup/setup.sh
 CACHE=${FLINTKV_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/flintkv}
 JOBS=${JOBS:-$(nproc)}
 T0=$(date +%s)
@@ -59,7 +59,7 @@ run() {  # version check command... : runs, records PASS/FAIL
 
 for v in $VERSIONS; do
   echo "=== RocksDB $v: build (cached in $CACHE)"
-  if ! scripts/build_rocksdb.sh "$v"; then
+  if ! scripts/setup/build_rocksdb.sh "$v"; then
     row "$v" "build from Debian's source package" FAIL
     continue
   fi
@@ -76,13 +76,13 @@ for v in $VERSIONS; do
     bash -c "cd '$b' && ctest --output-on-failure -j1 --timeout 1200"
   tools=$CACHE/rocksdb-$v-flintkv/bin
   run "$v" "ROCKSDB_PLUGINS=flintkv db_bench fillseq, kill -9, recover, ldb: every acknowledged key" \
-    env NUM=3000000 scripts/crash_fillseq_demo.sh --tools "$tools" \
+    env NUM=3000000 scripts/check/crash_fillseq_demo.sh --tools "$tools" \
       --tool "$b/recovery/flintkv_tool" 2
   run "$v" "ROCKSDB_PLUGINS=flintkv db_bench fillrandom, kill -9, recover: every acknowledged key" \
-    env BENCH=fillrandom NUM=3000000 scripts/crash_fillseq_demo.sh --tools "$tools" \
+    env BENCH=fillrandom NUM=3000000 scripts/check/crash_fillseq_demo.sh --tools "$tools" \
       --tool "$b/recovery/flintkv_tool" 2
   run "$v" "db_stress $PEER_MODE, flintkv vs skiplist" \
-    scripts/rocksdb_peer_tests.sh --rocksdb "$v" "$PEER_MODE" --stress-only
+    scripts/peer/rocksdb_peer_tests.sh --rocksdb "$v" "$PEER_MODE" --stress-only
 done
 
 {

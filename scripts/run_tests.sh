@@ -19,7 +19,7 @@ for a in "$@"; do
   esac
 done
 
-scripts/setup.sh
+scripts/setup/setup.sh
 
 # The per-user cache (kept across clones; CI rebuilds it when absent): the
 # RocksDB versions built from Debian's source packages, and ccache's store
@@ -54,11 +54,12 @@ build build
 stage "valgrind (memcheck) on the Release build: label 'valgrind'"
 (cd build && ctest --output-on-failure -j"$JOBS" --timeout 900 -L valgrind \
    --no-tests=error)
-# The paper's figures in quick mode (~2 min): every stage runs and every
-# benchmark run verifies; output in build/paper_figures_quick/ (full mode by
-# hand writes docs/results/, see docs/results/paper_figures.md).
+# A smoke of the paper's figures (quick mode, ~15 s): every stage runs once
+# at tiny sizes and every benchmark run verifies, so the scripts behind the
+# published figures cannot rot unnoticed; output in build/paper_figures_quick/
+# (full mode by hand writes docs/results/, see docs/results/paper_figures.md).
 stage "paper figures, quick mode"
-/usr/bin/python3 scripts/paper_figures.py --quick --build build
+/usr/bin/python3 scripts/paper/paper_figures.py --quick --build build
 
 if [ "$SANITIZERS" = 1 ]; then
   stage "ASAN+UBSAN build: all tests except those labelled 'slow'"
@@ -81,15 +82,15 @@ fi
 # bit rot, operations, RocksDB 9's features). 9.11.2, RocksDB's own tools
 # with ROCKSDB_PLUGINS=flintkv and db_stress: scripts/run_compat_tests.sh.
 stage "RocksDB 9.10.0: FlintKV's RocksDB tests against it"
-scripts/build_rocksdb.sh 9.10.0 --lib-only
+scripts/setup/build_rocksdb.sh 9.10.0 --lib-only
 build build-rocksdb-9.10.0 -DFLINTKV_ROCKSDB_ROOT="$CACHE/rocksdb-9.10.0" \
   -DFLINTKV_ONLY_ROCKSDB_TESTS=ON -DFLINTKV_BUILD_BENCH=OFF
 (cd build-rocksdb-9.10.0 && ctest --output-on-failure -j1 --timeout 1200)
 if [ "$PEERS" = 1 ]; then
   # Built from Debian's rocksdb source package into ~/.cache/flintkv (rebuilt when
   # absent); fails if flintkv fails a check the skiplist passes, beyond the
-  # differences listed in scripts/rocksdb_peer_known.txt.
+  # differences listed in scripts/peer/rocksdb_peer_known.txt.
   stage "RocksDB's own verifiers with flintkv vs the skiplist (quick)"
-  scripts/rocksdb_peer_tests.sh --quick
+  scripts/peer/rocksdb_peer_tests.sh --quick
 fi
 stage "all test stages passed in $(( $(date +%s) - start )) s"

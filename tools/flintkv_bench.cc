@@ -11,7 +11,7 @@
 //              every phase of every update under one mutex.
 // --durability adds flintkv-group (group commit, P15) and flintkv-weak (weak
 // durability, P16/P17) next to flintkv (per-put). A second table gives the
-// write-path counters of each run (WriteStats, issue 9.4): fences and full
+// write-path counters of each run (WriteStats): fences and full
 // fences (Alg. 1 line 40, the combiner's locked release; column
 // "mfences/put") per put, advertisements served per combining pass, time in
 // the combiner's critical section per put, validation retries per put.
@@ -153,7 +153,7 @@ std::vector<std::string> ExpandDurability(const std::vector<std::string>& in) {
 }
 
 // Write-path counters per put (per call with --batch_size) of one run
-// (issue 9.4): the run line and the counters table both print these.
+//: the run line and the counters table both print these.
 struct PerPut {
   double fences, full_fences, ads_per_pass, critical_ns, retries;
 };
@@ -315,8 +315,8 @@ int Main(int argc, char** argv) {
   for (int r = 0; r < FLAGS_repeats; r++) {
     for (const Config& c : configs) {
       RunResult res = RunImpl(c, run_id++);
-      // Write-path counters (issue 9.4) as name=value fields, for
-      // scripts/paper_figures.py; only FlintKV's lists keep them.
+      // Write-path counters as name=value fields, for
+      // scripts/paper/paper_figures.py; only FlintKV's lists keep them.
       std::string counters;
       if (res.stats.ops > 0) {
         PerPut p = PerPutCounters(res.stats);

@@ -1,8 +1,8 @@
-// gc_bench: the version GC's cost on the standalone store (issue 11 item
-// 2). An overwrite-heavy workload through flintkv::Store — `threads`
-// writers overwrite a fixed key set (each thread its own keys, random
-// order) — run with StoreOptions::gc off and on, interleaved, `repeats`
-// times each; prints every run and the medians with the on/off ratio.
+// gc_bench: the version GC's cost on the standalone store. An overwrite-heavy
+// workload through flintkv::Store — `threads` writers overwrite a fixed key set
+// (each thread its own keys, random order) — run with StoreOptions::gc off and
+// on, interleaved, `repeats` times each; prints every run and the medians with
+// the on/off ratio.
 //
 // Both modes use the same pool size, large enough for every version when
 // the GC is off (so "off" measures the store without any GC bookkeeping:

@@ -1,6 +1,6 @@
 // Crash injection for tests: the process SIGKILLs itself at a named point
 // when the environment variable FLINTKV_CRASH_POINT names it (read once).
-// Used by tests/rocksdb_dropin_test.cc to stop RocksDB or recovery exactly
+// Used by tests/recovery/rocksdb_acknowledged_writes_test.cc to stop RocksDB or recovery exactly
 // between two persistence steps; costs one predictable branch otherwise.
 #pragma once
 

@@ -1,0 +1,34 @@
+#!/usr/bin/env bash
+# Installs a FlintKV build into a scratch prefix and builds a user's project
+# against it the two ways users do: CMake find_package(flintkv)
+# (tests/infra/install_consumer) and pkg-config (flintkv.pc); runs both, and the
+# installed flintkv_tool.
+#   scripts/check/check_install.sh BUILD_DIR
+set -euo pipefail
+ROOT=$(cd "$(dirname "$0")/../.." && pwd)
+BUILD=$(cd "$1" && pwd)
+T=$(mktemp -d "${TMPDIR:-/tmp}/flintkv_install.XXXXXX")
+DATA=$(mktemp -d /dev/shm/flintkv_install_data.XXXXXX)
+trap 'rm -rf "$T" "$DATA"' EXIT
+cmake --install "$BUILD" --prefix "$T/prefix" >"$T/install.log"
+for f in include/flintkv/rocksdb_memtable.h include/flintkv/recovery.h \
+         lib/libflintkv.a lib/libflintkv_rocksdb_memtable.a \
+         lib/libflintkv_recovery.a lib/cmake/flintkv/flintkvConfig.cmake \
+         lib/pkgconfig/flintkv.pc bin/flintkv_tool; do
+  [ -e "$T/prefix/$f" ] || { echo "check_install: FAIL: $f not installed"; exit 1; }
+done
+echo "== find_package(flintkv)"
+cmake -S "$ROOT/tests/infra/install_consumer" -B "$T/cmake-build" \
+  -DCMAKE_PREFIX_PATH="$T/prefix" >"$T/configure.log" ||
+  { cat "$T/configure.log"; exit 1; }
+cmake --build "$T/cmake-build" >"$T/build.log" 2>&1 || { cat "$T/build.log"; exit 1; }
+"$T/cmake-build/consumer" "$DATA/cmake"
+echo "== pkg-config flintkv"
+# shellcheck disable=SC2046
+PKG_CONFIG_PATH="$T/prefix/lib/pkgconfig" \
+  c++ -std=c++17 "$ROOT/tests/infra/install_consumer/consumer.cc" -o "$T/pc-consumer" \
+  $(PKG_CONFIG_PATH="$T/prefix/lib/pkgconfig" pkg-config --cflags --libs flintkv)
+"$T/pc-consumer" "$DATA/pc"
+echo "== installed flintkv_tool"
+"$T/prefix/bin/flintkv_tool" --help >/dev/null
+echo "check_install: ok"

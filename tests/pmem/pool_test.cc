@@ -1,0 +1,396 @@
+// pmem::Pool: lists, chunks, retirement, reopen, options checks and the
+// one-line emulated-PMEM notice.
+#include "pmem/pool.h"
+
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <cstring>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "flintkv/store.h"
+#include "tests/util/test_util.h"
+
+namespace flintkv {
+namespace pmem {
+namespace {
+
+class PoolTest : public ::testing::Test {
+ protected:
+  PoolOptions Options() {
+    PoolOptions o = test::QuietPoolOptions(tmp_.path(), 32ull << 20, 64 << 10);
+    o.info_log = [this](const std::string& m) { log_.push_back(m); };
+    return o;
+  }
+  std::unique_ptr<Pool> OpenPool() {
+    std::unique_ptr<Pool> p;
+    Status s = Pool::Open(Options(), &p);
+    EXPECT_TRUE(s.ok()) << s.ToString();
+    return p;
+  }
+  static void Fill(char* p, size_t n, char seed) {
+    for (size_t i = 0; i < n; i++) p[i] = static_cast<char>(seed + i * 131);
+  }
+  static bool Check(const char* p, size_t n, char seed) {
+    for (size_t i = 0; i < n; i++) {
+      if (p[i] != static_cast<char>(seed + i * 131)) return false;
+    }
+    return true;
+  }
+
+  test::TempPool tmp_;
+  std::vector<std::string> log_;
+};
+
+TEST_F(PoolTest, CreateListsAndChunksThenReopen) {
+  uint64_t id_a, id_b;
+  std::vector<ChunkInfo> chunks_a;
+  {
+    std::unique_ptr<Pool> pool = OpenPool();
+    ASSERT_NE(pool, nullptr);
+    EXPECT_EQ(pool->path(), tmp_.path());
+    EXPECT_EQ(pool->chunk_size(), 64u << 10);
+    EXPECT_TRUE(pool->Lists().empty());
+
+    ListRoot *a, *b;
+    ASSERT_TRUE(pool->CreateList(kListStandalone, &a).ok());
+    ASSERT_TRUE(pool->CreateList(kListMemtable, &b).ok());
+    id_a = a->list_id;
+    id_b = b->list_id;
+    EXPECT_LT(id_a, id_b);
+    EXPECT_EQ(a->magic, kListMagic);
+    EXPECT_EQ(a->kind, kListStandalone);
+    EXPECT_EQ(b->kind, kListMemtable);
+    EXPECT_EQ(a->state, kListActive);
+    EXPECT_EQ(a->head.next, 0u);
+    EXPECT_EQ(a->batch_mode, 0u);
+    EXPECT_EQ(a->commit_version, 0u);
+    EXPECT_TRUE(a->head.HeaderValid());
+    EXPECT_EQ(reinterpret_cast<uintptr_t>(a) % kCacheLine, 0u);
+    std::vector<ListRoot*> lists = pool->Lists();
+    ASSERT_EQ(lists.size(), 2u);
+    EXPECT_EQ(lists[0], a);
+    EXPECT_EQ(lists[1], b);
+
+    // Two chunks for a (one bigger than chunk_size), one for b.
+    char* begin;
+    size_t len;
+    ASSERT_TRUE(
+        pool->NewChunk(id_a, 100, pmem::ChunkFit::kAtLeast, false, &begin, &len)
+            .ok());
+    // About chunk_size (the pool may keep a little for its headers).
+    EXPECT_GE(len, 32u << 10);
+    EXPECT_LE(len, 64u << 10);
+    EXPECT_TRUE(pool->InBounds(pool->ToOffset(begin), len));
+    Fill(begin, len, 1);
+    ASSERT_TRUE(pool->NewChunk(id_a, 200 << 10, pmem::ChunkFit::kAtLeast, false,
+                               &begin, &len)
+                    .ok());
+    EXPECT_GE(len, 200u << 10);
+    Fill(begin, len, 2);
+    ASSERT_TRUE(
+        pool->NewChunk(id_b, 1, pmem::ChunkFit::kAtLeast, false, &begin, &len)
+            .ok());
+    Fill(begin, len, 3);
+
+    chunks_a = pool->ChunksOf(id_a);
+    ASSERT_EQ(chunks_a.size(), 2u);
+    EXPECT_LT(chunks_a[0].offset, chunks_a[1].offset);  // sorted
+    ASSERT_EQ(pool->ChunksOf(id_b).size(), 1u);
+    EXPECT_TRUE(pool->ChunksOf(id_b + 100).empty());
+    // Chunks do not overlap.
+    EXPECT_LE(chunks_a[0].offset + chunks_a[0].len, chunks_a[1].offset);
+  }
+  std::unique_ptr<Pool> pool = OpenPool();
+  ASSERT_NE(pool, nullptr);
+  std::vector<ListRoot*> lists = pool->Lists();
+  ASSERT_EQ(lists.size(), 2u);
+  EXPECT_EQ(lists[0]->list_id, id_a);
+  EXPECT_EQ(lists[0]->kind, kListStandalone);
+  EXPECT_EQ(lists[1]->list_id, id_b);
+  EXPECT_EQ(lists[1]->kind, kListMemtable);
+  std::vector<ChunkInfo> again = pool->ChunksOf(id_a);
+  ASSERT_EQ(again.size(), chunks_a.size());
+  for (size_t i = 0; i < again.size(); i++) {
+    EXPECT_EQ(again[i].offset, chunks_a[i].offset);
+    EXPECT_EQ(again[i].len, chunks_a[i].len);
+  }
+  // Chunk contents survived (ordered by offset; seeds by creation order are
+  // found by trying both).
+  const char* c0 = pool->FromOffset<char>(again[0].offset);
+  const char* c1 = pool->FromOffset<char>(again[1].offset);
+  EXPECT_TRUE((Check(c0, again[0].len, 1) && Check(c1, again[1].len, 2)) ||
+              (Check(c0, again[0].len, 2) && Check(c1, again[1].len, 1)));
+  std::vector<ChunkInfo> cb = pool->ChunksOf(id_b);
+  ASSERT_EQ(cb.size(), 1u);
+  EXPECT_TRUE(Check(pool->FromOffset<char>(cb[0].offset), cb[0].len, 3));
+  // A new list never reuses an id.
+  ListRoot* c;
+  ASSERT_TRUE(pool->CreateList(kListStandalone, &c).ok());
+  EXPECT_GT(c->list_id, id_b);
+}
+
+TEST_F(PoolTest, DropListFreesSpace) {
+  std::unique_ptr<Pool> pool = OpenPool();
+  ASSERT_NE(pool, nullptr);
+  const uint64_t empty = pool->BytesInUse();
+  ListRoot *keep, *drop;
+  ASSERT_TRUE(pool->CreateList(kListStandalone, &keep).ok());
+  ASSERT_TRUE(pool->CreateList(kListMemtable, &drop).ok());
+  char* begin;
+  size_t len;
+  ASSERT_TRUE(pool->NewChunk(keep->list_id, 1, pmem::ChunkFit::kAtLeast, false,
+                             &begin, &len)
+                  .ok());
+  uint64_t chunk_bytes = 0;
+  for (int i = 0; i < 8; i++) {
+    ASSERT_TRUE(pool->NewChunk(drop->list_id, 1, pmem::ChunkFit::kAtLeast,
+                               false, &begin, &len)
+                    .ok());
+    chunk_bytes += len;
+  }
+  const uint64_t before = pool->BytesInUse();
+  EXPECT_GE(before, empty + chunk_bytes);
+  const uint64_t free_before = pool->ApproxFreeBytes();
+  const uint64_t dropped_id = drop->list_id;
+  const uint64_t kept_id = keep->list_id;
+  pool->DropList(drop);
+  const uint64_t after = pool->BytesInUse();
+  EXPECT_LE(after + chunk_bytes, before) << "chunks of the dropped list kept";
+  EXPECT_GE(pool->ApproxFreeBytes(), free_before + chunk_bytes);
+  EXPECT_TRUE(pool->ChunksOf(dropped_id).empty());
+  ASSERT_EQ(pool->Lists().size(), 1u);
+  EXPECT_EQ(pool->Lists()[0]->list_id, kept_id);
+  EXPECT_EQ(pool->ChunksOf(kept_id).size(), 1u);
+
+  pool.reset();
+  pool = OpenPool();
+  ASSERT_NE(pool, nullptr);
+  EXPECT_EQ(pool->BytesInUse(), after);
+  ASSERT_EQ(pool->Lists().size(), 1u);
+  EXPECT_EQ(pool->Lists()[0]->list_id, kept_id);
+  EXPECT_TRUE(pool->ChunksOf(dropped_id).empty());
+  ListRoot* fresh;
+  ASSERT_TRUE(pool->CreateList(kListMemtable, &fresh).ok());
+  EXPECT_GT(fresh->list_id, dropped_id);
+}
+
+TEST_F(PoolTest, RetiredListFoundOnOpenIsFreed) {
+  // A crash between "state = Retired" and the frees of DropList: the next
+  // open finishes the job (P6).
+  uint64_t retired_id;
+  uint64_t with_list;
+  uint64_t chunk_bytes = 0;
+  {
+    std::unique_ptr<Pool> pool = OpenPool();
+    ASSERT_NE(pool, nullptr);
+    ListRoot* l;
+    ASSERT_TRUE(pool->CreateList(kListMemtable, &l).ok());
+    retired_id = l->list_id;
+    char* begin;
+    size_t len;
+    for (int i = 0; i < 4; i++) {
+      ASSERT_TRUE(pool->NewChunk(retired_id, 1, pmem::ChunkFit::kAtLeast, false,
+                                 &begin, &len)
+                      .ok());
+      chunk_bytes += len;
+    }
+    with_list = pool->BytesInUse();
+    pool->SetListState(l, kListRetired);
+    EXPECT_TRUE(pool->Lists().empty());  // retired lists are not listed
+  }
+  std::unique_ptr<Pool> pool = OpenPool();
+  ASSERT_NE(pool, nullptr);
+  EXPECT_TRUE(pool->Lists().empty());
+  EXPECT_TRUE(pool->ChunksOf(retired_id).empty());
+  EXPECT_LE(pool->BytesInUse() + chunk_bytes, with_list);
+}
+
+TEST_F(PoolTest, ListStatePersists) {
+  uint64_t id;
+  {
+    std::unique_ptr<Pool> pool = OpenPool();
+    ASSERT_NE(pool, nullptr);
+    ListRoot* l;
+    ASSERT_TRUE(pool->CreateList(kListMemtable, &l).ok());
+    id = l->list_id;
+    pool->SetListState(l, kListSealed);
+  }
+  std::unique_ptr<Pool> pool = OpenPool();
+  ASSERT_NE(pool, nullptr);
+  ASSERT_EQ(pool->Lists().size(), 1u);
+  EXPECT_EQ(pool->Lists()[0]->list_id, id);
+  EXPECT_EQ(pool->Lists()[0]->state, kListSealed);
+}
+
+TEST_F(PoolTest, FullPoolReturnsNoSpace) {
+  std::unique_ptr<Pool> pool = OpenPool();
+  ASSERT_NE(pool, nullptr);
+  ListRoot* l;
+  ASSERT_TRUE(pool->CreateList(kListStandalone, &l).ok());
+  char* begin;
+  size_t len;
+  Status s;
+  int chunks = 0;
+  std::vector<char*> begins;
+  for (; chunks < 10000; chunks++) {
+    s = pool->NewChunk(l->list_id, 1, pmem::ChunkFit::kAtLeast, false, &begin,
+                       &len);
+    if (!s.ok()) break;
+    std::memset(begin, 0x42, len);
+    begins.push_back(begin);
+  }
+  ASSERT_TRUE(s.IsNoSpace()) << s.ToString();
+  EXPECT_NE(s.message().find(tmp_.path()), std::string::npos) << s.ToString();
+  EXPECT_GT(chunks, 100);  // 32 MiB pool, 64 KiB chunks
+  EXPECT_LE(static_cast<uint64_t>(chunks) * (64 << 10), 32ull << 20);
+  // A request bigger than the pool fails the same way.
+  EXPECT_TRUE(pool->NewChunk(l->list_id, 64ull << 20, pmem::ChunkFit::kAtLeast,
+                             true, &begin, &len)
+                  .IsNoSpace());
+  EXPECT_EQ(pool->ChunksOf(l->list_id).size(), begins.size());
+  pool.reset();
+  pool = OpenPool();
+  ASSERT_NE(pool, nullptr);
+  EXPECT_EQ(pool->ChunksOf(pool->Lists()[0]->list_id).size(), begins.size());
+}
+
+TEST_F(PoolTest, BadOptions) {
+  std::unique_ptr<Pool> pool;
+  PoolOptions o = Options();
+  o.path = "";
+  EXPECT_TRUE(Pool::Open(o, &pool).IsInvalidArgument());
+  o = Options();
+  o.chunk_size = 100;
+  EXPECT_TRUE(Pool::Open(o, &pool).IsInvalidArgument());
+  o = Options();
+  o.size = 1 << 20;  // below libpmemobj's minimum
+  Status s = Pool::Open(o, &pool);
+  EXPECT_TRUE(s.IsInvalidArgument()) << s.ToString();
+  o = Options();
+  o.path = test::TestDir() + "/no-such-dir-flintkv/pool";
+  s = Pool::Open(o, &pool);
+  EXPECT_FALSE(s.ok());
+  EXPECT_NE(s.message().find(o.path), std::string::npos) << s.ToString();
+  EXPECT_EQ(pool, nullptr);
+  EXPECT_TRUE(log_.empty()) << "a failed open logged: " << log_[0];
+}
+
+TEST_F(PoolTest, EmulatedNoticeOncePerOpen) {
+  std::unique_ptr<Pool> pool = OpenPool();
+  ASSERT_NE(pool, nullptr);
+  const bool is_pmem = pool->is_pmem();
+  ASSERT_EQ(log_.size(), 1u);
+  EXPECT_NE(log_[0].find(tmp_.path()), std::string::npos) << log_[0];
+  if (!pool->is_pmem()) {
+    EXPECT_NE(log_[0].find("emulated"), std::string::npos) << log_[0];
+  }
+  // Working with the pool logs nothing more.
+  ListRoot* l;
+  ASSERT_TRUE(pool->CreateList(kListStandalone, &l).ok());
+  char* begin;
+  size_t len;
+  ASSERT_TRUE(pool->NewChunk(l->list_id, 1, pmem::ChunkFit::kAtLeast, false,
+                             &begin, &len)
+                  .ok());
+  pool->Lists();
+  pool->BytesInUse();
+  EXPECT_EQ(log_.size(), 1u);
+  pool.reset();
+  EXPECT_EQ(log_.size(), 1u);
+  pool = OpenPool();
+  ASSERT_NE(pool, nullptr);
+  EXPECT_EQ(log_.size(), 2u);  // once more for the second open
+  pool.reset();
+
+  // Through the Store: one notice per Store::Open as well, none per write.
+  test::TempPool store_pool;
+  StoreOptions so = test::QuietStoreOptions(store_pool.path());
+  std::vector<std::string> store_log;
+  so.pool.info_log = [&](const std::string& m) { store_log.push_back(m); };
+  for (int round = 1; round <= 2; round++) {
+    std::unique_ptr<Store> store;
+    ASSERT_TRUE(Store::Open(so, &store).ok());
+    for (int i = 0; i < 100; i++) {
+      ASSERT_TRUE(store->Put("k" + std::to_string(i), "v").ok());
+    }
+    EXPECT_EQ(store_log.size(), static_cast<size_t>(round));
+    EXPECT_EQ(store->GetStats().emulated_pmem, !is_pmem);
+  }
+}
+
+// A fake `pmempool` first in PATH for one test; PATH and the variables set
+// with Setenv are restored afterwards.
+class FakePmempool {
+ public:
+  explicit FakePmempool(const std::string& script) {
+    dir_ =
+        test::TestDir() + "/flintkv_fake_pmempool_" + std::to_string(getpid());
+    mkdir(dir_.c_str(), 0755);
+    std::string exe = dir_ + "/pmempool";
+    EXPECT_TRUE(test::WriteFile(exe, "#!/bin/sh\n" + script + "\n"));
+    chmod(exe.c_str(), 0755);
+    Setenv("PATH", dir_ + ":" + std::getenv("PATH"));
+  }
+  ~FakePmempool() {
+    for (auto& [name, old] : saved_) {
+      if (old.first) {
+        setenv(name.c_str(), old.second.c_str(), 1);
+      } else {
+        unsetenv(name.c_str());
+      }
+    }
+    std::system(("rm -rf " + dir_).c_str());
+  }
+  void Setenv(const std::string& name, const std::string& value) {
+    const char* old = std::getenv(name.c_str());
+    if (!saved_.count(name)) saved_[name] = {old != nullptr, old ? old : ""};
+    setenv(name.c_str(), value.c_str(), 1);
+  }
+
+ private:
+  std::string dir_;
+  std::map<std::string, std::pair<bool, std::string>> saved_;
+};
+
+// A checker killed by a signal says nothing about the pool: not Corruption
+// (a crashing pmempool made valid pools "corrupt").
+TEST_F(PoolTest, PmempoolKilledBySignalIsNotCorruption) {
+  OpenPool().reset();  // a valid pool to reopen
+  FakePmempool fake("kill -SEGV $$");
+  std::unique_ptr<Pool> p;
+  Status s = Pool::Open(Options(), &p);
+  EXPECT_FALSE(s.ok());
+  EXPECT_FALSE(s.IsCorruption()) << s.ToString();
+  EXPECT_TRUE(s.IsIOError()) << s.ToString();
+  EXPECT_NE(s.message().find("signal " + std::to_string(SIGSEGV)),
+            std::string::npos)
+      << s.ToString();
+}
+
+// pmempool runs without the host's LD_PRELOAD / LD_AUDIT (a preloaded
+// plugin crashed it), with the rest of the environment (PATH found it).
+TEST_F(PoolTest, PmempoolDoesNotInheritCodeInjection) {
+  OpenPool().reset();
+  FakePmempool fake(
+      "[ -z \"${LD_PRELOAD+x}${LD_AUDIT+x}\" ] || exit 1\n"
+      "[ \"$FLINTKV_KEPT\" = yes ] || exit 1\n"
+      "exec /usr/bin/pmempool \"$@\"");
+  fake.Setenv("LD_PRELOAD", "/nonexistent/flintkv_probe.so");
+  fake.Setenv("LD_AUDIT", "/nonexistent/flintkv_audit.so");
+  fake.Setenv("FLINTKV_KEPT", "yes");
+  std::unique_ptr<Pool> p;
+  Status s = Pool::Open(Options(), &p);
+  EXPECT_TRUE(s.ok()) << s.ToString();
+}
+
+}  // namespace
+}  // namespace pmem
+}  // namespace flintkv
