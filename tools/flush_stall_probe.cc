@@ -1,5 +1,5 @@
 // flush_stall_probe: what touching a cache line right after flushing it
-// costs on this CPU (docs/results/listdb_gap.md).
+// costs on this CPU (docs/results/archive/listdb_gap.md).
 //
 // Each loop iteration stores to one of 64 lines (all cached), then does one
 // of the variants below; the figure is rdtsc ticks per iteration (median of

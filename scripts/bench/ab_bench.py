@@ -10,7 +10,7 @@ Ratios, not absolute numbers, are the result on a shared noisy machine.
 --volatile adds the volatile skiplist (FlintKV's index and list on DRAM, no
 persistence) to every invocation, and the ratio flintkv/volatile.
 
-Example (docs/results/listdb_gap.md):
+Example (docs/results/archive/listdb_gap.md):
   scripts/bench/ab_bench.py --rounds=6 --threads=1,2 --num=300000 \
       base=build-ab/base new=build/tools/flintkv_bench
 """

@@ -7,7 +7,8 @@
 #   full mode (default): 300K and 1M ops, threads 1,2,4,8,16, all three
 #     impls, --repeats (default 3; median reported), first without and then
 #     with the Optane latency model; tables go to stdout and to
-#     docs/results/standalone_fillrandom.md (or --out).
+#     build/standalone_fillrandom.md (or --out; the current standalone
+#     figures are paper_figures.py's, docs/results/paper_figures.md).
 #   --quick: 100K ops, threads 1,4,16, repeats 1, latency model off (add
 #     --optane for the second table); stdout only. For CI.
 #   --no-optane: full mode without the latency-model table.
@@ -23,7 +24,7 @@ quick=0
 repeats=3
 optane=""
 pool_dir=/dev/shm
-out=docs/results/standalone_fillrandom.md
+out=build/standalone_fillrandom.md
 invocation="scripts/bench/bench_standalone.sh${*:+ $*}"
 while (($#)); do
   case "$1" in

@@ -3,7 +3,8 @@
 # vs RocksDB's WAL replay of the same writes (default skiplist memtable,
 # WAL on the same tmpfs), ~30 MB and ~300 MB of unflushed data (paper
 # §7.4); plus the cost of OpenDB's watermark commit point.
-# Writes docs/results/recovery.md ($RECOVERY_OUT instead, if set).
+# Writes docs/results/paper_figures/recovery.md, the current recovery page
+# ($RECOVERY_OUT instead, if set; paper_figures.py sets it).
 #   scripts/bench/recovery_bench.sh [--quick] [BUILD_DIR]
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
@@ -12,7 +13,7 @@ if [ "${1:-}" = "--quick" ]; then QUICK=1; shift; fi
 BUILD=$(cd "${1:-$ROOT/build}" && pwd)
 BIN=$BUILD/recovery/flintkv_recovery_bench
 DIR=${BENCH_DIR:-/dev/shm/flintkv_recovery_bench.$$}
-OUT=${RECOVERY_OUT:-$ROOT/docs/results/recovery.md}
+OUT=${RECOVERY_OUT:-$ROOT/docs/results/paper_figures/recovery.md}
 [ -x "$BIN" ] || { echo "build $BIN first" >&2; exit 1; }
 mkdir -p "$(dirname "$OUT")"
 trap 'rm -rf "$DIR"' EXIT
