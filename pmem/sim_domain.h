@@ -1,4 +1,4 @@
-// Simulated persistence domain for crash-injection tests (issue 5).
+// Simulated persistence domain for crash-injection tests.
 //
 // A process kill leaves every store in the page cache, so it cannot tell a
 // missing flush or fence from a correct one. This simulation can: it keeps,

@@ -25,7 +25,7 @@
 // entries newer than the anchor are replayed. Nothing is dropped on
 // sequence numbers alone: those are reused after a WAL-less reopen, so a
 // foreign writer (stock ldb, db_bench without the plugin) can produce SST
-// files whose sequence numbers cover a list it never saw (issue 8j).
+// files whose sequence numbers cover a list it never saw.
 // A Merge group that is present only in part (some operands WAL-logged,
 // older ones not) cannot be replayed in order: Incomplete, nothing written
 // for it — recovery refuses rather than guess.
