@@ -128,6 +128,21 @@ const int kChild = test::RunScenarioIfChild();
 
 using ListLifecycleTest = test::ScenarioTest;
 
+// flintkv::OpenDB of the default family with avoid_flush_during_shutdown
+// (Close leaves the memtables in the pool); nullptr on failure.
+rocksdb::DB* OpenKeepingMemtables(const std::string& dir) {
+  rocksdb::Options o = BaseOptions();
+  o.avoid_flush_during_shutdown = true;
+  std::vector<rocksdb::ColumnFamilyHandle*> h;
+  rocksdb::DB* db = nullptr;
+  rocksdb::Status s = OpenDB(o, DbDir(dir), {{"default", o}}, &h, &db, Ro(dir));
+  EXPECT_TRUE(s.ok()) << s.ToString();
+  for (auto* cf : h) {
+    if (cf != db->DefaultColumnFamily()) db->DestroyColumnFamilyHandle(cf);
+  }
+  return db;
+}
+
 // The "superseded by a newer list" rule takes the copy an interrupted
 // recovery made of A1's "a" (its sequence number lies in A3's range) for a
 // newer list's entry and skips A2's "a": the acknowledged v2 is lost and
@@ -266,19 +281,7 @@ TEST_F(ListLifecycleTest, WalLoggedDeleteRangeNotUndoneByReplay) {
 // the second OpenDB does not recover the memtable the first one kept.
 TEST_F(ListLifecycleTest, WrapperReopenInProcessRecoversKeptMemtables) {
   auto user_factory = Factory(dir_);  // alive for the whole test
-  rocksdb::Options o = BaseOptions();
-  o.avoid_flush_during_shutdown = true;
-  auto open = [&]() {
-    std::vector<rocksdb::ColumnFamilyHandle*> h;
-    rocksdb::DB* db = nullptr;
-    rocksdb::Status s =
-        OpenDB(o, DbDir(dir_), {{"default", o}}, &h, &db, Ro(dir_));
-    EXPECT_TRUE(s.ok()) << s.ToString();
-    for (auto* cf : h) {
-      if (cf != db->DefaultColumnFamily()) db->DestroyColumnFamilyHandle(cf);
-    }
-    return db;
-  };
+  auto open = [&] { return OpenKeepingMemtables(dir_); };
   rocksdb::DB* db = open();
   ASSERT_NE(db, nullptr);
   ASSERT_TRUE(db->Put(rocksdb::WriteOptions(), "x", "1").ok());
@@ -296,19 +299,7 @@ TEST_F(ListLifecycleTest, WrapperReopenInProcessRecoversKeptMemtables) {
 // memtable is then destroyed later (at delete) as a plain-factory one and
 // its list is dropped: the acknowledged write is lost.
 TEST_F(ListLifecycleTest, WrapperCloseAbortedBySnapshotKeepsWrites) {
-  rocksdb::Options o = BaseOptions();
-  o.avoid_flush_during_shutdown = true;
-  auto open = [&]() {
-    std::vector<rocksdb::ColumnFamilyHandle*> h;
-    rocksdb::DB* db = nullptr;
-    rocksdb::Status s =
-        OpenDB(o, DbDir(dir_), {{"default", o}}, &h, &db, Ro(dir_));
-    EXPECT_TRUE(s.ok()) << s.ToString();
-    for (auto* cf : h) {
-      if (cf != db->DefaultColumnFamily()) db->DestroyColumnFamilyHandle(cf);
-    }
-    return db;
-  };
+  auto open = [&] { return OpenKeepingMemtables(dir_); };
   rocksdb::DB* db = open();
   ASSERT_NE(db, nullptr);
   const rocksdb::Snapshot* snap = db->GetSnapshot();
