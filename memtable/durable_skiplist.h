@@ -68,6 +68,7 @@
 #include <vector>
 
 #include "flintkv/status.h"
+#include "memtable/combiner_lock.h"
 #include "memtable/index_node.h"
 #include "memtable/key_comparator.h"
 #include "memtable/node_arena.h"
@@ -318,7 +319,6 @@ class DurableSkipList {
   void Locate(const char* key, IndexNode** preds, IndexNode** succs) const;
   void Prepare(PutAdv* adv, Slot* me);
   int Attach(Slot* slot);
-  void LockCombiner();
   // Alg. 1 line 40: releases the combiner lock with the full fence.
   void ReleaseCombinerWithFullFence(Slot* me);
   void CombineAll(Slot* me);
@@ -376,7 +376,9 @@ class DurableSkipList {
   // Nodes the version GC unlinked and DRAM bytes it freed (GC only).
   std::atomic<uint64_t> gc_unlinked_{0};
   std::atomic<uint64_t> gc_freed_dram_{0};
-  alignas(64) std::atomic<bool> combiner_lock_{false};
+  // Starts a cache line (CombinerLock adds no padding of its own) and
+  // shares it with the combiner-only state below.
+  alignas(64) CombinerLock combiner_lock_;
   // Under the combiner lock: strong waiters of the current group pass,
   // and the weak state (P16/P17).
   std::vector<Slot*> group_;

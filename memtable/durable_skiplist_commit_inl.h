@@ -9,7 +9,7 @@
 
 #include <algorithm>
 
-#include "memtable/durable_skiplist_inl.h"  // detail::Backoff
+#include "memtable/durable_skiplist_inl.h"
 #include "pmem/persist.h"
 
 namespace flintkv {
@@ -25,8 +25,7 @@ int DurableSkipList<P>::Attach(Slot* slot) {
   while (true) {
     int st = slot->status.load(std::memory_order_acquire);
     if (st != kReady) return st;  // early release by another combiner
-    if (!combiner_lock_.load(std::memory_order_relaxed) &&
-        !combiner_lock_.exchange(true, std::memory_order_acquire)) {
+    if (combiner_lock_.TryLock()) {
       // No clock read for lists without statistics (the RocksDB memtable).
       const bool timed = slot->stats != nullptr;
       uint64_t t0 = timed ? Ticks() : 0;
@@ -40,7 +39,7 @@ int DurableSkipList<P>::Attach(Slot* slot) {
         // (pmem/persist.h). (Weak writes wait for no fence, P16.)
         ReleaseCombinerWithFullFence(slot);
       } else {
-        combiner_lock_.store(false, std::memory_order_release);
+        combiner_lock_.Unlock();
       }
       return slot->status.load(std::memory_order_acquire);
     }
@@ -49,17 +48,8 @@ int DurableSkipList<P>::Attach(Slot* slot) {
 }
 
 template <class P>
-void DurableSkipList<P>::LockCombiner() {
-  int spins = 0;
-  while (combiner_lock_.load(std::memory_order_relaxed) ||
-         combiner_lock_.exchange(true, std::memory_order_acquire)) {
-    detail::Backoff(&spins);
-  }
-}
-
-template <class P>
 void DurableSkipList<P>::ReleaseCombinerWithFullFence(Slot* me) {
-  P::ReleaseWithFullFence(&combiner_lock_);
+  combiner_lock_.UnlockWithFullFence<P>();
   if (P::kDurable) Bump(me, &SlotStats::full_fences);
 }
 
@@ -281,7 +271,7 @@ template <class P>
 void DurableSkipList<P>::Persist() {
   std::unique_lock<std::mutex> overflow;
   Slot* me = AcquireSlot(&overflow);
-  LockCombiner();
+  combiner_lock_.Lock();
   uint64_t t0 = Ticks();
   // Every write that returned before this call is linked, so covered.
   if (cut_active_) EndWeakEpoch(me);

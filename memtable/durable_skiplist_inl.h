@@ -2,9 +2,6 @@
 // Every flush/fence names the invariant it serves; see the header contract.
 #pragma once
 
-#include <immintrin.h>
-#include <sched.h>
-
 #include <algorithm>
 #include <cstddef>
 #include <cstring>
@@ -14,18 +11,6 @@
 
 namespace flintkv {
 namespace memtable {
-
-namespace detail {
-// Bounded spin, then yield: waiters must not starve a preempted combiner
-// when threads outnumber cores.
-inline void Backoff(int* spins) {
-  if (++*spins < 128) {
-    _mm_pause();
-  } else {
-    sched_yield();
-  }
-}
-}  // namespace detail
 
 template <class P>
 DurableSkipList<P>::DurableSkipList(const KeyComparator* cmp,

@@ -95,8 +95,6 @@ class VersionGc {
   static Node* Next0(const Node* n) {  // under the combiner lock
     return Node::Unmarked(n->next_[0].load(std::memory_order_relaxed));
   }
-  void LockCombiner();
-  void UnlockCombiner();
   // One lock hold from *cursor; false when the list end was reached.
   bool Step(uint64_t horizon, Node** cursor, std::vector<Node*>* unlinked);
   void UnlinkUpper(Node* r);

@@ -8,21 +8,6 @@ namespace flintkv {
 namespace memtable {
 
 template <class P>
-void VersionGc<P>::LockCombiner() {
-  std::atomic<bool>& lock = list_->combiner_lock_;
-  int spins = 0;
-  while (lock.load(std::memory_order_relaxed) ||
-         lock.exchange(true, std::memory_order_acquire)) {
-    detail::Backoff(&spins);
-  }
-}
-
-template <class P>
-void VersionGc<P>::UnlockCombiner() {
-  list_->combiner_lock_.store(false, std::memory_order_release);
-}
-
-template <class P>
 uint64_t VersionGc<P>::RunPass() {
   std::lock_guard<std::mutex> g(mu_);
   // G2: the bound is read before the Reclaimer's generation bump.
@@ -77,7 +62,7 @@ GcStats VersionGc<P>::Stats() const {
 template <class P>
 bool VersionGc<P>::Step(uint64_t horizon, Node** cursor,
                         std::vector<Node*>* unlinked) {
-  LockCombiner();
+  list_->combiner_lock_.Lock();
   Node* x = *cursor;  // the node before n
   Node* n = Next0(x);
   size_t seen = 0;
@@ -145,7 +130,7 @@ bool VersionGc<P>::Step(uint64_t horizon, Node** cursor,
     P::Fence();  // P12: every unlink of this hold is durable
   }
   *cursor = x;
-  UnlockCombiner();
+  list_->combiner_lock_.Unlock();
   return n != nullptr;
 }
 
