@@ -74,6 +74,7 @@
 #include "memtable/node_arena.h"
 #include "memtable/slot_pages.h"
 #include "memtable/thread_id.h"
+#include "pmem/debug_check.h"
 #include "pmem/layout.h"
 #include "pmem/region.h"
 
@@ -311,6 +312,12 @@ class DurableSkipList {
   }
   // How ProcessPut makes its link durable.
   enum class LinkMode { kPerPut, kGroup, kWeak };
+  // Debug checks: the caller holds the combiner lock, or this is the
+  // global-lock baseline (whose mutex covers every phase).
+  void AssertCombinerOrGlobalLock() const {
+    FLINTKV_DCHECK(options_.global_lock ||
+                   combiner_lock_.HeldByCurrentThread());
+  }
   Slot* SlotOf(int tid);
   template <class Self, class Fn>
   static void ForEachSlot(Self* self, Fn fn);
@@ -332,6 +339,7 @@ class DurableSkipList {
   // Under the combiner lock: makes pending weak writes durable (P16) and
   // clears the cut (P17). For the version GC before it unlinks (P12).
   void DrainWeakLocked() {
+    combiner_lock_.AssertHeld();
     if (cut_active_) EndWeakEpoch(nullptr);
   }
   void Promote(PutAdv* adv);

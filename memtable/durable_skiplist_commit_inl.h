@@ -58,6 +58,7 @@ void DurableSkipList<P>::ReleaseCombinerWithFullFence(Slot* me) {
 // epoch may start (P17's cut must not fall below an acknowledged write).
 template <class P>
 void DurableSkipList<P>::CombineAll(Slot* me) {
+  combiner_lock_.AssertHeld();
   P::OnPassStart();  // test seam (crash simulator); empty in production
   Bump(me, &SlotStats::passes);
   uint64_t v = visible_version_.load(std::memory_order_relaxed);
@@ -67,6 +68,7 @@ void DurableSkipList<P>::CombineAll(Slot* me) {
 
 template <class P>
 void DurableSkipList<P>::CombineStrong(Slot* me, uint64_t* v) {
+  combiner_lock_.AssertHeld();
   const bool group =
       options_.commit_mode == SkipListOptions::CommitMode::kGroup;
   bool started = false;
@@ -117,6 +119,7 @@ void DurableSkipList<P>::CombineStrong(Slot* me, uint64_t* v) {
 
 template <class P>
 void DurableSkipList<P>::CombineWeak(Slot* me, uint64_t* v) {
+  combiner_lock_.AssertHeld();
   ForEachSlot(this, [&](Slot& s) {
     if (s.status.load(std::memory_order_acquire) != kReady || s.sync) return;
     Bump(me, &SlotStats::ads);
@@ -147,15 +150,40 @@ void DurableSkipList<P>::CombineWeak(Slot* me, uint64_t* v) {
 template <class P>
 bool DurableSkipList<P>::ProcessPut(PutAdv* adv, uint64_t v, LinkMode mode,
                                     Slot* me) {
+  AssertCombinerOrGlobalLock();
   IndexNode* in = adv->inode;
   IndexNode* pred = adv->preds[0];
   // Level 0 only changes under this lock, so a relaxed load suffices.
   if (pred->next_[0].load(std::memory_order_relaxed) != adv->succs[0]) {
     return false;
   }
+  pmem::NvmNode* pn = in->pnode;
+  // Debug checks of what this link relies on. P1: the node is sealed
+  // (SealNode) and prepared, and the successor Prepare persisted in it (and
+  // set in DRAM) is the one just validated, so the link publishes exactly
+  // the node P1's fence made durable.
+  FLINTKV_DCHECK(pn->HeaderValid());
+  FLINTKV_DCHECK(pn->next ==
+                 (adv->succs[0] ? ToOffset(adv->succs[0]->pnode) : 0));
+  FLINTKV_DCHECK(in->next_[0].load(std::memory_order_relaxed) == adv->succs[0]);
+  // R1/P4: not linked yet, so its versions still read MAX (a crash before
+  // this link's fence leaves a node recovery drops).
+  FLINTKV_DCHECK(in->Version() == pmem::kUncommittedVersion &&
+                 pn->version == pmem::kUncommittedVersion);
+  // P5: versions are assigned in increasing order, each above every
+  // published one (readers at visible_version must not see this node).
+  FLINTKV_DCHECK(v != pmem::kUncommittedVersion &&
+                 v > visible_version_.load(std::memory_order_relaxed));
+  // P17: a weak link lies inside an open epoch whose durable cut is at or
+  // below its version (recovery drops it until a drain); a strong link
+  // never does (a strong write at or above the cut would be dropped after
+  // being acknowledged: CombineStrong ends the epoch first).
+  FLINTKV_DCHECK(mode == LinkMode::kWeak
+                     ? cut_active_ && root_->durable_cut != 0 &&
+                           root_->durable_cut <= v
+                     : !cut_active_);
   in->version.store(v, std::memory_order_relaxed);
   pred->next_[0].store(in, std::memory_order_release);  // visible to locate
-  pmem::NvmNode* pn = in->pnode;
   pmem::NvmNode* pred_pn = pred->pnode;
   // The PMEM link is stored and flushed before the version: the version's
   // line was written back by Prepare's PERSIST_RANGE moments ago and a
@@ -191,6 +219,7 @@ bool DurableSkipList<P>::ProcessPut(PutAdv* adv, uint64_t v, LinkMode mode,
 template <class P>
 void DurableSkipList<P>::ProcessBatch(std::vector<PutAdv>* batch, uint64_t v,
                                       Slot* me) {
+  AssertCombinerOrGlobalLock();
   const uint64_t commit = v - 1;
   if (P::Faulty(pmem::Fault::kBatchModeBeforeCommit)) {
     root_->batch_mode = 1;
@@ -204,6 +233,9 @@ void DurableSkipList<P>::ProcessBatch(std::vector<PutAdv>* batch, uint64_t v,
     root_->batch_mode = 1;
     CountedPersist(me, &root_->batch_mode, sizeof(root_->batch_mode));
   }
+  // P3: the batch record (rollback bound, batch mode) is set before the
+  // first node of the batch is linked.
+  FLINTKV_DCHECK(root_->batch_mode == 1 && root_->commit_version == commit);
   for (PutAdv& a : *batch) {
     // At most one retry: the re-locate runs under the lock (§4.2).
     while (!ProcessPut(&a, v, LinkMode::kPerPut, me)) {
@@ -222,6 +254,7 @@ void DurableSkipList<P>::ProcessBatch(std::vector<PutAdv>* batch, uint64_t v,
 template <class P>
 void DurableSkipList<P>::ProcessBatchWeak(std::vector<PutAdv>* batch,
                                           uint64_t v, Slot* me) {
+  combiner_lock_.AssertHeld();
   for (PutAdv& a : *batch) {
     while (!ProcessPut(&a, v, LinkMode::kWeak, me)) {
       Bump(me, &SlotStats::retries);
@@ -233,6 +266,13 @@ void DurableSkipList<P>::ProcessBatchWeak(std::vector<PutAdv>* batch,
 
 template <class P>
 void DurableSkipList<P>::BeginWeakEpoch(uint64_t first_unpersisted, Slot* me) {
+  combiner_lock_.AssertHeld();
+  // P17: an epoch opens with nothing unpersisted, and its cut lies above
+  // every published (possibly acknowledged) version, which it would
+  // otherwise drop on recovery.
+  FLINTKV_DCHECK(!cut_active_ && unpersisted_.empty());
+  FLINTKV_DCHECK(first_unpersisted >
+                 visible_version_.load(std::memory_order_relaxed));
   root_->durable_cut = first_unpersisted;
   // P17: the cut is durable before any weak link can reach NVM (by a flush
   // or by an eviction).
@@ -242,6 +282,9 @@ void DurableSkipList<P>::BeginWeakEpoch(uint64_t first_unpersisted, Slot* me) {
 
 template <class P>
 void DurableSkipList<P>::EndWeakEpoch(Slot* me) {
+  combiner_lock_.AssertHeld();
+  // P17: the durable cut is set exactly while an epoch is open.
+  FLINTKV_DCHECK(cut_active_ == (root_->durable_cut != 0));
   Bump(me, &SlotStats::barriers);
   if (P::Faulty(pmem::Fault::kCutBeforeDrain)) {
     root_->durable_cut = 0;

@@ -368,6 +368,9 @@ bool DurableSkipList<P>::Before(const IndexNode* a, const IndexNode* b) const {
 template <class P>
 void DurableSkipList<P>::Promote(PutAdv* adv) {
   IndexNode* in = adv->inode;
+  // P13: upper levels only link a node already linked at level 0, which
+  // gave it its version.
+  FLINTKV_DCHECK(in->Version() != pmem::kUncommittedVersion);
   for (int i = 1; i < in->height; i++) {
     while (true) {
       IndexNode* pred = adv->preds[i];

@@ -92,7 +92,8 @@ class VersionGc {
   bool SameKey(const Node* a, const Node* b) const {
     return list_->CompareNodes(a, b) == 0;
   }
-  static Node* Next0(const Node* n) {  // under the combiner lock
+  Node* Next0(const Node* n) const {  // under the combiner lock
+    list_->combiner_lock_.AssertHeld();
     return Node::Unmarked(n->next_[0].load(std::memory_order_relaxed));
   }
   // One lock hold from *cursor; false when the list end was reached.

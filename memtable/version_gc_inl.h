@@ -1,8 +1,9 @@
 // Definitions for version_gc.h. Every flush/fence names its invariant.
 #pragma once
 
-#include <cassert>
 #include <utility>
+
+#include "pmem/debug_check.h"
 
 namespace flintkv {
 namespace memtable {
@@ -63,6 +64,9 @@ template <class P>
 bool VersionGc<P>::Step(uint64_t horizon, Node** cursor,
                         std::vector<Node*>* unlinked) {
   list_->combiner_lock_.Lock();
+  // P12 (G2): the horizon is at or below the durable version, so every
+  // node at or below it is durable.
+  FLINTKV_DCHECK(horizon <= list_->DurableVersion());
   Node* x = *cursor;  // the node before n
   Node* n = Next0(x);
   size_t seen = 0;
@@ -103,7 +107,11 @@ bool VersionGc<P>::Step(uint64_t horizon, Node** cursor,
       n = end;
       continue;
     }
-    for (Node* g : run) UnlinkUpper(g);
+    for (Node* g : run) {
+      // P13: only versions no reader can see (at or below the horizon).
+      FLINTKV_DCHECK(g->Version() <= horizon);
+      UnlinkUpper(g);
+    }
     for (Node* g : run) {  // P13: no level-0 link after them
       g->next_[0].store(Node::Marked(Next0(g)), std::memory_order_relaxed);
     }
@@ -116,6 +124,10 @@ bool VersionGc<P>::Step(uint64_t horizon, Node** cursor,
       if (!P::Faulty(pmem::Fault::kGcNoWeakDrain)) list_->DrainWeakLocked();
       drained = true;
     }
+    // P12 with P16: no weak write is left unpersisted when an unlink of
+    // this hold is stored.
+    FLINTKV_DCHECK(!list_->cut_active_ ||
+                   P::Faulty(pmem::Fault::kGcNoWeakDrain));
     pmem::NvmNode* kp = keep->pnode;
     kp->next = end ? list_->ToOffset(end->pnode) : 0;
     if (!P::Faulty(pmem::Fault::kGcUnlinkNotPersisted)) {
@@ -137,6 +149,8 @@ bool VersionGc<P>::Step(uint64_t horizon, Node** cursor,
 // Levels height-1..1, top down; r is fully promoted (P13).
 template <class P>
 void VersionGc<P>::UnlinkUpper(Node* r) {
+  list_->combiner_lock_.AssertHeld();
+  FLINTKV_DCHECK(r->Promoted());  // P13: promoted before it is unlinked
   for (int i = r->height - 1; i >= 1; i--) {
     // Mark: a Promote CAS on r's pointer now fails and restarts from the
     // head (durable_skiplist_inl.h), so nothing is linked after r.
@@ -195,7 +209,7 @@ void VersionGc<P>::Free(Node* n) {
                      pmem::NvmNode::AllocSize(pn->data_size));
   // The GC runs only on reclaim_space lists, which never use an IndexArena
   // (SkipListOptions): every node is malloc'ed and counted in DramBytes.
-  assert(list_->index_arena_ == nullptr);
+  FLINTKV_DCHECK(list_->index_arena_ == nullptr);
   list_->gc_freed_dram_.fetch_add(IndexNode::AllocSize(n->height, n->key_size),
                                   std::memory_order_relaxed);
   DeleteIndexNode(n);
