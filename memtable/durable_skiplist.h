@@ -142,6 +142,8 @@ struct RecoveryStats {
 
 enum class InsertResult { kOk, kDuplicate };
 
+struct DurableSkipListTestPeer;  // tests/debug_checks_test.cc
+
 template <class P>
 class DurableSkipList {
  public:
@@ -240,6 +242,7 @@ class DurableSkipList {
  private:
   template <class>
   friend class VersionGc;
+  friend struct DurableSkipListTestPeer;
   enum AdvStatus : int { kEmpty = 0, kReady, kSuccess, kFailed };
 
   // One prepared node and its cached neighbours (an "advertisement" entry).
