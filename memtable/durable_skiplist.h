@@ -321,6 +321,7 @@ class DurableSkipList {
     FLINTKV_DCHECK(options_.global_lock ||
                    combiner_lock_.HeldByCurrentThread());
   }
+  static bool MutantBreaksVersionOrder();
   Slot* SlotOf(int tid);
   template <class Self, class Fn>
   static void ForEachSlot(Self* self, Fn fn);

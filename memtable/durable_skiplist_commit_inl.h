@@ -15,6 +15,14 @@
 namespace flintkv {
 namespace memtable {
 
+// Debug checks of version order (P5, P17) hold unless the kNoMaxRule
+// mutant let recovery keep, and publish, version MAX: later versions wrap
+// around, which its campaign must catch (mutant_test), not a check.
+template <class P>
+bool DurableSkipList<P>::MutantBreaksVersionOrder() {
+  return P::Faulty(pmem::Fault::kNoMaxRule);
+}
+
 // ATTACH (Alg. 1 lines 27-44): advertise, then either observe completion or
 // become the combiner.
 template <class P>
@@ -172,15 +180,17 @@ bool DurableSkipList<P>::ProcessPut(PutAdv* adv, uint64_t v, LinkMode mode,
                  pn->version == pmem::kUncommittedVersion);
   // P5: versions are assigned in increasing order, each above every
   // published one (readers at visible_version must not see this node).
-  FLINTKV_DCHECK(v != pmem::kUncommittedVersion &&
-                 v > visible_version_.load(std::memory_order_relaxed));
+  FLINTKV_DCHECK(MutantBreaksVersionOrder() ||
+                 (v != pmem::kUncommittedVersion &&
+                  v > visible_version_.load(std::memory_order_relaxed)));
   // P17: a weak link lies inside an open epoch whose durable cut is at or
   // below its version (recovery drops it until a drain); a strong link
   // never does (a strong write at or above the cut would be dropped after
   // being acknowledged: CombineStrong ends the epoch first).
   FLINTKV_DCHECK(mode == LinkMode::kWeak
-                     ? cut_active_ && root_->durable_cut != 0 &&
-                           root_->durable_cut <= v
+                     ? cut_active_ && (MutantBreaksVersionOrder() ||
+                                       (root_->durable_cut != 0 &&
+                                        root_->durable_cut <= v))
                      : !cut_active_);
   in->version.store(v, std::memory_order_relaxed);
   pred->next_[0].store(in, std::memory_order_release);  // visible to locate
@@ -271,8 +281,9 @@ void DurableSkipList<P>::BeginWeakEpoch(uint64_t first_unpersisted, Slot* me) {
   // every published (possibly acknowledged) version, which it would
   // otherwise drop on recovery.
   FLINTKV_DCHECK(!cut_active_ && unpersisted_.empty());
-  FLINTKV_DCHECK(first_unpersisted >
-                 visible_version_.load(std::memory_order_relaxed));
+  FLINTKV_DCHECK(MutantBreaksVersionOrder() ||
+                 first_unpersisted >
+                     visible_version_.load(std::memory_order_relaxed));
   root_->durable_cut = first_unpersisted;
   // P17: the cut is durable before any weak link can reach NVM (by a flush
   // or by an eviction).
@@ -284,7 +295,8 @@ template <class P>
 void DurableSkipList<P>::EndWeakEpoch(Slot* me) {
   combiner_lock_.AssertHeld();
   // P17: the durable cut is set exactly while an epoch is open.
-  FLINTKV_DCHECK(cut_active_ == (root_->durable_cut != 0));
+  FLINTKV_DCHECK(MutantBreaksVersionOrder() ||
+                 cut_active_ == (root_->durable_cut != 0));
   Bump(me, &SlotStats::barriers);
   if (P::Faulty(pmem::Fault::kCutBeforeDrain)) {
     root_->durable_cut = 0;
