@@ -118,7 +118,7 @@ struct SkipListOptions {
   IndexArena* index_arena = nullptr;
 };
 
-// Write-path counters of one list (benchmark instrumentation, issue 9.4).
+// Write-path counters of one list (benchmark instrumentation).
 // Sums of per-slot counters; approximate while writers run.
 struct WriteStats {
   uint64_t ops = 0;          // Insert/InsertBatch calls that linked
@@ -142,7 +142,7 @@ struct RecoveryStats {
 
 enum class InsertResult { kOk, kDuplicate };
 
-struct DurableSkipListTestPeer;  // tests/debug_checks_test.cc
+struct DurableSkipListTestPeer;  // tests/core/debug_checks_test.cc
 
 template <class P>
 class DurableSkipList {
@@ -264,7 +264,7 @@ class DurableSkipList {
   // Per-thread state, one cache line apart to avoid false sharing; in pages
   // of kSlotsPerPage allocated on first use. Small pages: a page is counted
   // in the memtable's usage, and RocksDB trims flushed-memtable history by
-  // a few KB (issue 8k).
+  // a few KB.
   struct alignas(64) Slot {
     std::atomic<int> status{kEmpty};
     PutAdv* put = nullptr;

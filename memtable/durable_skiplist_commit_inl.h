@@ -197,10 +197,11 @@ bool DurableSkipList<P>::ProcessPut(PutAdv* adv, uint64_t v, LinkMode mode,
   pmem::NvmNode* pred_pn = pred->pnode;
   // The PMEM link is stored and flushed before the version: the version's
   // line was written back by Prepare's PERSIST_RANGE moments ago and a
-  // store to it may wait for that write-back (docs/results/archive/listdb_gap.md);
-  // the link's write-back starts meanwhile. Nothing orders the two before
-  // the fence anyway (rule R1: a durable link to a node whose version is
-  // still MAX is dropped by recovery, P4).
+  // store to it may wait for that write-back
+  // (docs/results/archive/listdb_gap.md); the link's write-back starts
+  // meanwhile. Nothing orders the two before the fence anyway (rule R1: a
+  // durable link to a node whose version is still MAX is dropped by recovery,
+  // P4).
   pred_pn->next = ToOffset(pn);
   if (!P::Faulty(pmem::Fault::kNoLinkFlush)) {
     // P2 / P15 / P16: fenced below (per-put), by the pass's group fence, or

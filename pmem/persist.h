@@ -8,7 +8,7 @@
 //    and pmem_drain (SFENCE), plus the optional latency model.
 //  - NoPersist: no write-back and no fences. Only for the volatile baseline
 //    in benchmarks; never durable.
-//  - SimPersist (tests/, issue 5): records flushes and fences per thread.
+//  - SimPersist (tests/crash/): records flushes and fences per thread.
 // Thread safety: all functions are thread-safe. The latency model is
 // process-wide and must be set before writers start.
 #pragma once
