@@ -1,14 +1,14 @@
 #!/usr/bin/env python3
 """Stock db_bench side by side: the flintkv memtable (WAL off) against
 RocksDB's skiplist with no WAL (volatile), with the WAL synced (sync=1) and
-with the WAL unsynced, all on tmpfs, interleaved, with ratios taken within a
-round.
+with the WAL unsynced, all on tmpfs (or the DB and WAL in --db_dir),
+interleaved, with ratios taken within a round.
 
   scripts/bench/e2e_bench.py [--db_bench auto|release|debian|PATH]
                        [--workload fill|reads] [--threads 1,2,4,8,16]
                        [--num N] [--rounds R] [--configs flintkv,nowal,...]
                        [--plugin SO | --plugin NAME=SO ...] [--out FILE.md]
-                       [--csv FILE]
+                       [--csv FILE] [--db_dir DIR]
 
 --db_bench: "release" is scripts/setup/build_release_rocksdb.sh's build (RocksDB
 7.8.3, NDEBUG), "debian" is /usr/bin/db_bench (the same sources, assertions
@@ -19,6 +19,13 @@ scripts/setup/build_rocksdb.sh, which has flintkv built in: then give no --plugi
 --plugin: libflintkv_rocksdb.so, LD_PRELOADed into every run (so that all
 configurations share one binary and allocator). Several NAME=SO give
 flintkv@NAME configurations: an A/B of two plugin builds.
+
+--configs: walsync (sync=1) sets enable_pipelined_write=1, db_bench's
+default, explicitly: it is the PMemRocksDB-like baseline of the paper's
+Fig 8/9 (scripts/paper/paper_figures.py).
+
+--db_dir: where the DB and the WAL go (default /dev/shm; e.g. a directory
+on the real disk); the flintkv pool stays on /dev/shm.
 
 fill: fillrandom, --num writes in total split across the threads, 128-byte
 values, 16-byte keys, compression off (the README main job's workload).
@@ -141,7 +148,8 @@ def config_args(cfg, pool):
                 "--memtablerep=id=flintkv;pool_dir=%s;pool_size=%s" % pool]
     return {"nowal": ["--disable_wal=1"],
             "wal": ["--disable_wal=0", "--sync=0"],
-            "walsync": ["--disable_wal=0", "--sync=1"]}[cfg]
+            "walsync": ["--disable_wal=0", "--sync=1",
+                        "--enable_pipelined_write=1"]}[cfg]
 
 
 def parse(out, bench):
@@ -156,8 +164,9 @@ def parse(out, bench):
 
 
 def run_once(a, db_bench, env_extra, plugin, cfg, threads):
-    """One db_bench process; returns {bench: (ops/s, p99 us)}."""
-    work = tempfile.mkdtemp(prefix="flintkv_e2e_", dir="/dev/shm")
+    """One db_bench process; returns ({bench: (ops/s, p99 us)}, its output)."""
+    work = tempfile.mkdtemp(prefix="flintkv_e2e_", dir=a.db_dir)
+    shm = tempfile.mkdtemp(prefix="flintkv_e2e_pool_", dir="/dev/shm")
     try:
         common = ["--key_size=16", "--value_size=%d" % a.value_size,
                   "--db=%s/db" % work, "--wal_dir=%s/wal" % work,
@@ -166,7 +175,7 @@ def run_once(a, db_bench, env_extra, plugin, cfg, threads):
         if a.workload == "fill":
             benches = ["fillrandom"]
             common += ["--num=%d" % (a.num // threads)]
-            pool = ("%s/pool" % work, "2G")
+            pool = ("%s/pool" % shm, "2G")
         else:
             benches = ["fillrandom"] + READ_BENCHES
             # Every key stays in the (one) memtable: no flush, no SST.
@@ -176,7 +185,7 @@ def run_once(a, db_bench, env_extra, plugin, cfg, threads):
                        "--max_write_buffer_number=2",
                        "--seek_nexts=%d" % SEEK_NEXTS,
                        "--readwritepercent=50"]
-            pool = ("%s/pool" % work, "8G")
+            pool = ("%s/pool" % shm, "8G")
         args = [db_bench, "--benchmarks=" + ",".join(benches)] + common
         args += config_args(cfg, pool)
         env = dict(os.environ, **env_extra)
@@ -196,12 +205,13 @@ def run_once(a, db_bench, env_extra, plugin, cfg, threads):
             if ops is None:
                 sys.exit("e2e_bench: no %s line in:\n%s" % (b, out[-2000:]))
             res[b] = (ops, p99)
-        return res
+        return res, out
     finally:
         shutil.rmtree(work, ignore_errors=True)
+        shutil.rmtree(shm, ignore_errors=True)
 
 
-def main():
+def parse_args(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--db_bench", default="auto")
     ap.add_argument("--workload", choices=["fill", "reads"], default="fill")
@@ -215,7 +225,12 @@ def main():
     ap.add_argument("--plugin", action="append", default=[])
     ap.add_argument("--out")
     ap.add_argument("--csv")
-    a = ap.parse_args()
+    ap.add_argument("--db_dir", default="/dev/shm")
+    return ap.parse_args(argv)
+
+
+def main():
+    a = parse_args()
     threads = [int(t) for t in a.threads.replace(" ", ",").split(",") if t]
     desc, db_bench, env_extra = resolve_db_bench(a.db_bench)
 
@@ -247,7 +262,7 @@ def main():
         order = cfgs if r % 2 == 0 else list(reversed(cfgs))
         for t in threads:
             for name, cfg, plugin in order:
-                res = run_once(a, db_bench, env_extra, plugin, cfg, t)
+                res, _ = run_once(a, db_bench, env_extra, plugin, cfg, t)
                 for b, v in res.items():
                     runs.setdefault((name, t, b), []).append(v)
                 print("round %d, %d threads, %s: %s" % (
@@ -268,8 +283,8 @@ def main():
         "",
         "- command: scripts/bench/e2e_bench.py " + " ".join(sys.argv[1:]),
         "- db_bench: " + desc,
-        "- machine: %s, %d cores; data, WAL and pool on tmpfs" %
-        (cpu, os.cpu_count()),
+        "- machine: %s, %d cores; data and WAL in %s, pool in /dev/shm" %
+        (cpu, os.cpu_count(), a.db_dir),
         "- %d interleaved rounds; ops/s are medians; a ratio is the median of "
         "the same-round ratios flintkv / baseline" % a.rounds,
         ""]

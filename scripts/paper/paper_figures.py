@@ -25,12 +25,13 @@ Figures (standalone ones from tools/flintkv_bench, which verifies each run):
   fig5  p50 / p99 latency and tail amplification (p99/p50) of fig4's 300K runs
   fig6  throughput vs payload 16 B-4 KiB, 250K puts, 16 and 32 threads
   fig7  WriteBatch throughput vs batch size (flintkv, pmemrocksdb)
-  fig89 db_bench fillrandom, 1M puts, 128 B values: flintkv (WAL off,
-        durable) vs RocksDB's skiplist + WAL sync=1 on tmpfs (the paper's
+  fig89 db_bench fillrandom, 1M puts, 128 B values, run by
+        scripts/bench/e2e_bench.py: flintkv (WAL off, durable) vs walsync,
+        RocksDB's skiplist + WAL sync=1, pipelined, on tmpfs (the paper's
         PMemRocksDB-like configuration), with Debian's db_bench (assertions
         on) and, when scripts/setup/build_release_rocksdb.sh has built it, the
         release (NDEBUG) build of the same RocksDB
-  disk  the same with the WAL (sync=1) on the machine's real disk
+  disk  the same with the DB and WAL (sync=1) in --out, on the machine's disk
   fig10 recovery 30 MB / 300 MB (scripts/bench/recovery_bench.sh)
 Medians of --repeats runs; the repeats are the outer loop (interleaved).
 Per-run counters (fences per put, combining, critical section, retries)
@@ -365,9 +366,6 @@ def main():
                          "for a loaded machine")
     a = ap.parse_args()
     a.build = os.path.abspath(a.build)
-    a.cache = os.environ.get("FLINTKV_CACHE", os.path.join(
-        os.environ.get("XDG_CACHE_HOME", os.path.expanduser("~/.cache")),
-        "flintkv"))
     if a.quick:
         a.out = a.out or os.path.join(a.build, "paper_figures_quick")
         a.md_path = os.path.join(a.out, "paper_figures.md")
@@ -450,17 +448,16 @@ def main():
                    "that comparison is Fig 4.")
 
     def s_disk(md):
-        disk = os.path.join(a.build, "paper_figures_disk")
-        os.makedirs(disk, exist_ok=True)
+        # DB and WAL in --out: on a disk, as the figures are (not --build,
+        # which may be a shared prebuilt tree).
         end_to_end(a, md, "disk", ["flintkv", "walsync"], a.disk_num,
-                   a.disk_threads, disk,
+                   a.disk_threads, a.out,
                    f"WAL sync=1 on the real disk: db_bench fillrandom "
                    f"{a.disk_num} puts, 128 B",
                    "(not in the paper) the number a RocksDB user cares about: "
                    "a durable RocksDB write with the WAL on the machine's own "
                    "disk (here a virtio ext4 volume) vs FlintKV's durable "
                    "memtable on (emulated) PMEM.")
-        shutil.rmtree(disk, ignore_errors=True)
 
     def s_e2e(md):
         md.append("## End to end against the volatile skiplist\n")

@@ -1,70 +1,39 @@
 """End-to-end figures of scripts/paper/paper_figures.py: stock db_bench
 fillrandom with the flintkv plugin vs RocksDB's WAL (Fig 8/9, and the WAL on
-the real disk) and recovery time (Fig 10, scripts/bench/recovery_bench.sh)."""
+the real disk; both run by scripts/bench/e2e_bench.py) and recovery time
+(Fig 10, scripts/bench/recovery_bench.sh)."""
 import csv as csv_module
 import os
 import re
-import shutil
 import sys
-import tempfile
 
-from paper_figures_lib import ROOT, median, plot_lines, sh, write_csv
+from paper_figures_lib import ROOT, log, median, plot_lines, sh, write_csv
 
-
-def db_bench_builds(a):
-    """(label, db_bench, extra env) for Debian's and the release build."""
-    builds = [("debian", "/usr/bin/db_bench", {})]
-    rel = os.path.join(a.cache, "rocksdb-release")
-    if os.path.exists(os.path.join(rel, "bin", "db_bench")):
-        builds.append(("release", os.path.join(rel, "bin", "db_bench"),
-                       {"LD_LIBRARY_PATH": os.path.join(rel, "lib")}))
-    return builds
-
-
-def db_bench_once(a, binary, env_extra, cfg, threads, num, where):
-    """One fillrandom run (run_main.sh's flags); returns ops/s."""
-    work = tempfile.mkdtemp(prefix="flintkv_figs_db_", dir=where)
-    pool = tempfile.mkdtemp(prefix="flintkv_figs_pool_", dir="/dev/shm")
-    try:
-        args = [binary, "--benchmarks=fillrandom", f"--num={num // threads}",
-                f"--threads={threads}", "--value_size=128", "--key_size=16",
-                f"--db={work}/db", f"--wal_dir={work}/wal",
-                "--compression_type=none", "--histogram=0",
-                "--stats_interval=0", "--seed=42"]
-        if cfg == "flintkv":
-            args += ["--disable_wal=1",
-                     f"--memtablerep=id=flintkv;pool_dir={pool}/p;"
-                     "pool_size=2G"]
-        else:  # RocksDB's skiplist, WAL sync=1, pipelined (PMemRocksDB-like)
-            args += ["--disable_wal=0", "--sync=1", "--enable_pipelined_write=1"]
-        env = dict(os.environ, **env_extra)
-        env["LD_PRELOAD"] = a.plugin  # both configs, as run_main.sh
-        p = sh(args, env=env)
-        out = p.stdout + p.stderr
-        if cfg == "flintkv" and not re.search(r"Memtablerep: *FlintKVFactory",
-                                              out):
-            raise SystemExit("paper_figures: FAIL: db_bench did not use flintkv")
-        m = re.search(r"^fillrandom +:.* ([\d.]+) ops/sec", out, re.M)
-        if not m:
-            raise SystemExit("paper_figures: FAIL: no fillrandom line:\n" + out)
-        asserts = "Assertions are enabled" in out
-        return float(m.group(1)), asserts
-    finally:
-        shutil.rmtree(work, ignore_errors=True)
-        shutil.rmtree(pool, ignore_errors=True)
+sys.path.insert(0, os.path.join(ROOT, "scripts", "bench"))
+from e2e_bench import parse_args, resolve_db_bench, run_once  # noqa: E402
 
 
 def end_to_end(a, md, name, cfgs, num, threads, where, title, paper):
-    builds = db_bench_builds(a)
+    """db_bench fillrandom through e2e_bench's run_once (DB and WAL in
+    `where`, the pool on /dev/shm) with Debian's db_bench and, when
+    resolve_db_bench finds it, the release build; repeats interleaved ABBA."""
+    opts = parse_args(["--num", str(num), "--db_dir", where])
+    builds = [("debian",) + resolve_db_bench("debian")[1:]]
+    auto = resolve_db_bench("auto")  # warns when the release build is absent
+    if auto[1] != builds[0][1]:
+        builds.append(("release",) + auto[1:])
+    runs = [(b, cfg) for b in builds for cfg in cfgs]
     res = {}
     asserts = {}
     for rep in range(a.repeats):
         for t in threads:
-            for label, binary, env in builds:
-                for cfg in cfgs:
-                    ops, asr = db_bench_once(a, binary, env, cfg, t, num, where)
-                    res.setdefault((label, cfg, t), []).append(ops)
-                    asserts[label] = asr
+            for (label, binary, env), cfg in (runs if rep % 2 == 0
+                                              else runs[::-1]):
+                r, out = run_once(opts, binary, env, a.plugin, cfg, t)
+                ops = r["fillrandom"][0]
+                res.setdefault((label, cfg, t), []).append(ops)
+                asserts[label] = "Assertions are enabled" in out
+                log(f"{label} {cfg} {t} threads: {ops:.0f} ops/s")
     rows = [[b, c, t, len(v), round(median(v)), round(min(v)), round(max(v))]
             for (b, c, t), v in sorted(res.items())]
     write_csv(os.path.join(a.out, f"{name}.csv"),
