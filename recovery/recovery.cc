@@ -27,7 +27,6 @@
 
 namespace flintkv {
 
-using rocks::CrashPoint;
 using rocks::PoolSession;
 using rocks::ToRocks;
 
@@ -252,7 +251,7 @@ rocksdb::Status ReplayIntoMemtables(rocksdb::DB* db, pmem::Pool* pool,
     if (!s.ok()) return s;
     if (!ws.ok()) return ws;
     PersistCopyBound(&span[1], db->GetLatestSequenceNumber());
-    CrashPoint("recovery_after_list");
+    FLINTKV_TEST_CRASH_POINT("recovery_after_list");
     r->lists_replayed++;
   }
   return rocksdb::Status::OK();
@@ -304,16 +303,16 @@ rocksdb::Status ReplayIntoSst(
   }
   if (s.ok()) s = fallback.Finish();
   if (!s.ok()) return s;
-  CrashPoint("recovery_before_ingest");
+  FLINTKV_TEST_CRASH_POINT("recovery_before_ingest");
   auto start = std::chrono::steady_clock::now();
   s = replay::IngestFiles(db, handles, files);
   r->ingest_seconds = Seconds(start);
   if (!s.ok()) return s;
-  CrashPoint("recovery_after_ingest");
+  FLINTKV_TEST_CRASH_POINT("recovery_after_ingest");
   for (const ListPlan& p : plans) {
     PersistCopyBound(&NewSpan(p.list, p.copies)[1],
                      db->GetLatestSequenceNumber());
-    CrashPoint("recovery_after_list");
+    FLINTKV_TEST_CRASH_POINT("recovery_after_list");
     r->lists_replayed++;
   }
   return rocksdb::Status::OK();
@@ -525,7 +524,7 @@ rocksdb::Status RecoverInto(
     fo.allow_write_stall = true;
     rocksdb::Status s = db->Flush(fo, handles);
     if (!s.ok()) return fail(s);
-    CrashPoint("recovery_after_flush");
+    FLINTKV_TEST_CRASH_POINT("recovery_after_flush");
     // The replayed data is in SST files and the MANIFEST (Flush waits for
     // the install). Record that before dropping anything, so that a crash
     // in between neither replays twice nor trusts a stale watermark.

@@ -1,8 +1,17 @@
-// Crash injection for tests: the process SIGKILLs itself at a named point
-// when the environment variable FLINTKV_CRASH_POINT names it (read once).
-// Used by tests/recovery/rocksdb_acknowledged_writes_test.cc to stop RocksDB or recovery exactly
-// between two persistence steps; costs one predictable branch otherwise.
+// Crash injection for tests (RocksDB's TEST_SYNC_POINT model): with
+// FLINTKV_TEST_HOOKS defined, FLINTKV_TEST_CRASH_POINT(name) SIGKILLs the
+// process when the environment variable FLINTKV_CRASH_POINT names the point
+// (read once). Tests use it to stop RocksDB or recovery exactly between two
+// persistence steps (tests/recovery/rocksdb_scenario.h).
+//
+// Only the test-only libraries flintkv_rocksdb_testing and
+// flintkv_recovery_testing define FLINTKV_TEST_HOOKS. Everywhere else the
+// macro expands to nothing, names and all: a production process must not
+// kill itself because of its environment (ctest release_has_no_test_hooks
+// checks the shipped libraries and flintkv_tool).
 #pragma once
+
+#ifdef FLINTKV_TEST_HOOKS
 
 #include <signal.h>
 
@@ -19,3 +28,13 @@ inline void CrashPoint(const char* name) {
 
 }  // namespace rocks
 }  // namespace flintkv
+
+#define FLINTKV_TEST_CRASH_POINT(name) ::flintkv::rocks::CrashPoint(name)
+
+#else
+
+#define FLINTKV_TEST_CRASH_POINT(name) \
+  do {                                 \
+  } while (false)
+
+#endif

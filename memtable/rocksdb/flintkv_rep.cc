@@ -296,7 +296,8 @@ void FlintRep::MarkFlushed() {
   // Called after the SST and the MANIFEST edit are synced: the list must
   // never be recovered again (P6). Readers may still use it; its space is
   // reclaimed when RocksDB destroys the memtable.
-  CrashPoint("flintkv_mark_flushed");  // tests: installed, not yet retired
+  // Tests: killed installed, not yet retired.
+  FLINTKV_TEST_CRASH_POINT("flintkv_mark_flushed");
   uint64_t min_seq = ~0ull;  // every insert returned before the flush began
   for (const SeqSlot& s : min_seq_) {
     min_seq = std::min(min_seq, s.min.load(std::memory_order_relaxed));
