@@ -12,7 +12,6 @@ extern char** environ;
 
 #include <algorithm>
 #include <cerrno>
-#include <cstdio>
 #include <cstring>
 #include <mutex>
 #include <vector>
@@ -347,11 +346,8 @@ Pool::~Pool() {
 }
 
 void Pool::Log(const std::string& msg) const {
-  if (info_log_) {
-    info_log_(msg);
-  } else {
-    std::fprintf(stderr, "%s\n", msg.c_str());
-  }
+  // No sink, no notice: a library does not write to its host's stderr.
+  if (info_log_) info_log_(msg);
 }
 
 Status Pool::CreateList(ListKind kind, ListRoot** out, const void* user,

@@ -34,7 +34,8 @@ struct PoolOptions {
   // PMEM is handed out to each writer thread in chunks of this size.
   uint64_t chunk_size = 4ull << 20;
   LatencyModel latency;
-  // Where one-line notices (e.g. "emulated PMEM") go; stderr if empty.
+  // Where one-line notices (e.g. "emulated PMEM", "pmempool not found") go;
+  // none are given if empty (never to stderr: the host owns it).
   std::function<void(const std::string&)> info_log;
 };
 

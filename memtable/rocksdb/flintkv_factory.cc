@@ -138,6 +138,12 @@ class FlintKVFactory : public rocksdb::MemTableRepFactory {
       std::fprintf(stderr, "flintkv: fatal: %s\n", os.ToString().c_str());
       std::abort();
     }
+    if (logger) {
+      for (const std::string& n : pool_->NoticesFor(logger)) {
+        rocksdb::Log(rocksdb::InfoLogLevel::WARN_LEVEL, logger, "%s",
+                     n.c_str());
+      }
+    }
     MemtableMeta meta = pool_->NewListMeta(column_family_id, logger);
     if (meta.incarnation != kUnownedIncarnation) {
       // Serialized into the OPTIONS file RocksDB writes once the open's

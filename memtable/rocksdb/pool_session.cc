@@ -83,6 +83,12 @@ Status PoolSession::Open(const std::string& pool_dir, uint64_t pool_size,
   po.size = pool_size;
   po.chunk_size = chunk_size;
   std::shared_ptr<PoolSession> h(new PoolSession());
+  // Kept for the DBs' info logs (NoticesFor); the pool only speaks here.
+  PoolSession* raw = h.get();
+  po.info_log = [raw](const std::string& m) {
+    std::lock_guard<std::mutex> g(raw->mu_);
+    raw->notices_.push_back(m);
+  };
   s = pmem::Pool::Open(po, &h->pool_);
   if (!s.ok()) return s;
   h->pool_dir_ = pool_dir;
@@ -115,6 +121,13 @@ Status PoolSession::OpenExisting(const std::string& pool_dir,
 }
 
 PoolSession::~PoolSession() = default;
+
+std::vector<std::string> PoolSession::NoticesFor(const void* logger) {
+  std::lock_guard<std::mutex> g(mu_);
+  if (logger == noticed_logger_) return {};
+  noticed_logger_ = logger;
+  return notices_;
+}
 
 uint64_t PoolSession::NewIncarnation() {
   static std::mutex mu;

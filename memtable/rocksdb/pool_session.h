@@ -123,6 +123,13 @@ class PoolSession : public std::enable_shared_from_this<PoolSession> {
   pmem::Pool* pool() const { return pool_.get(); }
   const SpaceRule& space() const { return space_; }
 
+  // ---- Diagnostics (for RocksDB's info log; the adapter never writes to
+  // stderr) ----
+  // The pool's notices from its open (emulated PMEM, no pmempool), which
+  // comes before any RocksDB Logger exists: returned once per Logger, for
+  // the first memtable of each DB, empty otherwise.
+  std::vector<std::string> NoticesFor(const void* logger);
+
   // ---- DB lives (the factory and its memtables) ----
   // DB::Open is starting on this thread (once per column family;
   // option_checks.h has run). Refuses a second DB (S1) and an open over
@@ -199,6 +206,8 @@ class PoolSession : public std::enable_shared_from_this<PoolSession> {
 
   mutable std::mutex mu_;
   std::unique_ptr<pmem::Pool> pool_;
+  std::vector<std::string> notices_;      // the pool's, from its open
+  const void* noticed_logger_ = nullptr;  // the last Logger given them
   std::string pool_dir_;
   SpaceRule space_;
   std::atomic<uint64_t> wbs_hint_{64ull << 20};

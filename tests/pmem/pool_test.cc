@@ -49,6 +49,24 @@ class PoolTest : public ::testing::Test {
   std::vector<std::string> log_;
 };
 
+// Without an info_log the notices go nowhere: a library must not write to
+// its host's stderr (they did before).
+TEST_F(PoolTest, NoNoticesOnStderrWithoutInfoLog) {
+  PoolOptions o = Options();
+  o.info_log = nullptr;
+  ::testing::internal::CaptureStderr();
+  {
+    std::unique_ptr<Pool> p;
+    Status s = Pool::Open(o, &p);
+    EXPECT_TRUE(s.ok()) << s.ToString();
+  }
+  EXPECT_EQ(::testing::internal::GetCapturedStderr(), "");
+  // The same open with an info_log gives the notice (so it had one).
+  ASSERT_NE(OpenPool(), nullptr);
+  ASSERT_FALSE(log_.empty());
+  EXPECT_NE(log_.back().find("emulated PMEM"), std::string::npos);
+}
+
 TEST_F(PoolTest, CreateListsAndChunksThenReopen) {
   uint64_t id_a, id_b;
   std::vector<ChunkInfo> chunks_a;

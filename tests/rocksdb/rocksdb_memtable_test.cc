@@ -10,9 +10,11 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cstdarg>
 #include <cstdio>
 #include <fstream>
 #include <memory>
+#include <mutex>
 #include <random>
 #include <sstream>
 #include <string>
@@ -84,6 +86,74 @@ struct TestDb {
   std::shared_ptr<FlushCount> flushes = std::make_shared<FlushCount>();
   rocksdb::DB* db = nullptr;
 };
+
+// An in-memory info log (the DB's LOG file stand-in): every line logged.
+class CapturingLogger : public rocksdb::Logger {
+ public:
+  using rocksdb::Logger::Logv;
+  void Logv(const char* format, va_list ap) override {
+    char buf[1024];
+    std::vsnprintf(buf, sizeof(buf), format, ap);
+    std::lock_guard<std::mutex> g(mu_);
+    lines_.push_back(buf);
+  }
+  // Lines containing `what`.
+  int Count(const std::string& what) const {
+    std::lock_guard<std::mutex> g(mu_);
+    return static_cast<int>(
+        std::count_if(lines_.begin(), lines_.end(), [&](const std::string& l) {
+          return l.find(what) != std::string::npos;
+        }));
+  }
+
+ private:
+  mutable std::mutex mu_;
+  std::vector<std::string> lines_;
+};
+
+// Memtable-key order for reps made without a DB; the tests below only
+// allocate, so it is never asked.
+class UnusedKeyComparator : public rocksdb::MemTableRep::KeyComparator {
+ public:
+  int operator()(const char*, const char*) const override { return 0; }
+  int operator()(const char*, const DecodedType&) const override { return 0; }
+};
+
+std::shared_ptr<rocksdb::MemTableRepFactory> SmallPoolFactory(
+    const test::TempDir& dir, uint64_t pool_size) {
+  MemTableOptions mo;
+  mo.pool_dir = dir.path() + "/pool";
+  mo.pool_size = pool_size;
+  mo.chunk_size = 64 << 10;
+  std::shared_ptr<rocksdb::MemTableRepFactory> f;
+  rocksdb::Status s = NewMemTableRepFactory(mo, &f);
+  EXPECT_TRUE(s.ok()) << s.ToString();
+  return f;
+}
+
+// The pool's notices (emulated PMEM) reach the DB's info log, once per
+// Logger, and never stderr (before: stderr only).
+TEST(RocksMemtableTest, PoolNoticesGoToInfoLogNotStderr) {
+  test::TempDir dir("rmem_notice");
+  UnusedKeyComparator cmp;
+  CapturingLogger log, other_log;
+  ::testing::internal::CaptureStderr();
+  auto f = SmallPoolFactory(dir, 16 << 20);
+  ASSERT_NE(f, nullptr);
+  std::unique_ptr<rocksdb::MemTableRep> a(
+      f->CreateMemTableRep(cmp, nullptr, nullptr, &log));
+  std::unique_ptr<rocksdb::MemTableRep> b(
+      f->CreateMemTableRep(cmp, nullptr, nullptr, &log));
+  std::unique_ptr<rocksdb::MemTableRep> c(
+      f->CreateMemTableRep(cmp, nullptr, nullptr, &other_log));
+  a.reset();
+  b.reset();
+  c.reset();
+  std::string err = ::testing::internal::GetCapturedStderr();
+  EXPECT_EQ(err.find("flintkv"), std::string::npos) << err;
+  EXPECT_EQ(log.Count("emulated PMEM"), 1);
+  EXPECT_EQ(other_log.Count("emulated PMEM"), 1);
+}
 
 std::string Key(int i) {
   char buf[16];
