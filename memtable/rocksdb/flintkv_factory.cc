@@ -1,14 +1,13 @@
 // The "flintkv" MemTableRepFactory: options, pool opening, registration.
-#include <chrono>
 #include <cstdio>
 #include <mutex>
-#include <thread>
 
 #include "flintkv/rocksdb_memtable.h"
 #include "memtable/rocksdb/flintkv_rep.h"
 #include "memtable/rocksdb/memtable_meta.h"
 #include "memtable/rocksdb/option_checks.h"
 #include "memtable/rocksdb/pool_session.h"
+#include "memtable/rocksdb/space_wait.h"
 #include "memtable/rocksdb/status_convert.h"
 #include "rocksdb/comparator.h"
 #include "rocksdb/convenience.h"
@@ -135,6 +134,14 @@ class FlintKVFactory : public rocksdb::MemTableRepFactory {
     // a caller that skips that fails here; there is no error channel left.
     rocksdb::Status os = Open();
     if (!os.ok()) {
+      if (logger) {
+        rocksdb::Log(rocksdb::InfoLogLevel::FATAL_LEVEL, logger,
+                     "flintkv: fatal: %s", os.ToString().c_str());
+        logger->Flush();
+      }
+      // Also on stderr, the one exception: the process is about to abort,
+      // and its reason must be visible somewhere even when the LOG file is
+      // not (no Logger, or one nobody reads before restarting it).
       std::fprintf(stderr, "flintkv: fatal: %s\n", os.ToString().c_str());
       std::abort();
     }
@@ -153,18 +160,11 @@ class FlintKVFactory : public rocksdb::MemTableRepFactory {
       life_.family = meta.family;
     }
     pmem::ListRoot* root = nullptr;
-    Status s;
-    for (int attempt = 0;; attempt++) {
-      s = pool_->pool()->CreateList(pmem::kListMemtable, &root, &meta,
-                                    sizeof(meta));
-      if (s.ok()) break;
-      // Full pool: flushes of older memtables free space; wait for them.
-      if (attempt % 10000 == 0) {
-        std::fprintf(stderr, "flintkv: %s; waiting for flushes\n",
-                     s.ToString().c_str());
-      }
-      std::this_thread::sleep_for(std::chrono::milliseconds(1));
-    }
+    auto create = [&] {
+      return pool_->pool()->CreateList(pmem::kListMemtable, &root, &meta,
+                                       sizeof(meta));
+    };
+    WaitForPoolSpace(pool_.get(), logger, "new memtable", create(), create);
     return new FlintRep(cmp, allocator, pool_, root, logger);
   }
 

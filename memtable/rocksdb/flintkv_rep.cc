@@ -10,6 +10,7 @@
 #include "memtable/rocksdb/iterator_cache.h"
 #include "memtable/rocksdb/lookup_key_layout.h"
 #include "memtable/rocksdb/memtable_meta.h"
+#include "memtable/rocksdb/space_wait.h"
 #include "memtable/thread_id.h"
 #include "rocksdb/env.h"
 #include "rocksdb/version.h"
@@ -209,34 +210,17 @@ FlintRep::~FlintRep() {
 Status FlintRep::AllocateNode(size_t len, pmem::NvmNode** node) {
   Status s = list_.AllocateNode(len, node, false);
   if (s.ok()) return s;
-  auto last_log = std::chrono::steady_clock::now() - std::chrono::hours(1);
-  while (!s.ok()) {
-    if (s.IsNoSpace()) {
-      // Ask RocksDB for a memtable switch (ApproximateMemoryUsage), and let
-      // writes already under way finish from the pool's reserve. A write
-      // cannot fail here: RocksDB treats a rejected memtable insert as a
-      // duplicate key and asserts.
-      pressure_.store(true, std::memory_order_relaxed);
-      s = list_.AllocateNode(len, node, true);
-      if (s.ok()) break;
-    }
-    auto now = std::chrono::steady_clock::now();
-    if (now - last_log > std::chrono::seconds(10)) {
-      last_log = now;
-      if (logger_) {
-        rocksdb::Log(rocksdb::InfoLogLevel::ERROR_LEVEL, logger_,
-                     "flintkv: %s; write waits for flushes to free pool "
-                     "space (pool_size too small for write_buffer_size x "
-                     "max_write_buffer_number?)",
-                     s.ToString().c_str());
-      }
-      std::fprintf(stderr, "flintkv: %s; waiting for flushes\n",
-                   s.ToString().c_str());
-    }
-    Sleep(1);
+  if (s.IsNoSpace()) {
+    // Ask RocksDB for a memtable switch (ApproximateMemoryUsage), and let
+    // writes already under way finish from the pool's reserve. A write
+    // cannot fail here: RocksDB treats a rejected memtable insert as a
+    // duplicate key and asserts.
+    pressure_.store(true, std::memory_order_relaxed);
     s = list_.AllocateNode(len, node, true);
+    if (s.ok()) return s;
   }
-  return s;
+  return WaitForPoolSpace(pool_.get(), logger_, "write", s,
+                          [&] { return list_.AllocateNode(len, node, true); });
 }
 
 rocksdb::KeyHandle FlintRep::Allocate(const size_t len, char** buf) {

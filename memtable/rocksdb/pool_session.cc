@@ -122,6 +122,17 @@ Status PoolSession::OpenExisting(const std::string& pool_dir,
 
 PoolSession::~PoolSession() = default;
 
+bool PoolSession::SpaceWaitNoticeDue(
+    std::chrono::steady_clock::duration interval) {
+  const int64_t now =
+      std::chrono::steady_clock::now().time_since_epoch().count();
+  int64_t last = space_wait_noticed_.load(std::memory_order_relaxed);
+  // One winner per interval: the thread whose exchange succeeds logs.
+  return (last == INT64_MIN || now - last >= interval.count()) &&
+         space_wait_noticed_.compare_exchange_strong(last, now,
+                                                     std::memory_order_relaxed);
+}
+
 std::vector<std::string> PoolSession::NoticesFor(const void* logger) {
   std::lock_guard<std::mutex> g(mu_);
   if (logger == noticed_logger_) return {};

@@ -129,6 +129,9 @@ class PoolSession : public std::enable_shared_from_this<PoolSession> {
   // comes before any RocksDB Logger exists: returned once per Logger, for
   // the first memtable of each DB, empty otherwise.
   std::vector<std::string> NoticesFor(const void* logger);
+  // True at most once per `interval` for this pool (space_wait.h: one
+  // "waiting for flushes" line however many threads wait).
+  bool SpaceWaitNoticeDue(std::chrono::steady_clock::duration interval);
 
   // ---- DB lives (the factory and its memtables) ----
   // DB::Open is starting on this thread (once per column family;
@@ -208,6 +211,8 @@ class PoolSession : public std::enable_shared_from_this<PoolSession> {
   std::unique_ptr<pmem::Pool> pool_;
   std::vector<std::string> notices_;      // the pool's, from its open
   const void* noticed_logger_ = nullptr;  // the last Logger given them
+  // steady_clock ticks of the last space-wait notice (min: none yet).
+  std::atomic<int64_t> space_wait_noticed_{INT64_MIN};
   std::string pool_dir_;
   SpaceRule space_;
   std::atomic<uint64_t> wbs_hint_{64ull << 20};

@@ -97,6 +97,12 @@ class CapturingLogger : public rocksdb::Logger {
     std::lock_guard<std::mutex> g(mu_);
     lines_.push_back(buf);
   }
+  std::string All() const {
+    std::lock_guard<std::mutex> g(mu_);
+    std::string out;
+    for (const std::string& l : lines_) out += l + "\n";
+    return out;
+  }
   // Lines containing `what`.
   int Count(const std::string& what) const {
     std::lock_guard<std::mutex> g(mu_);
@@ -131,6 +137,14 @@ std::shared_ptr<rocksdb::MemTableRepFactory> SmallPoolFactory(
   return f;
 }
 
+// A memtable rep as a DB with info log `log` makes one (without its arena).
+std::unique_ptr<rocksdb::MemTableRep> NewRep(
+    rocksdb::MemTableRepFactory* f,
+    const rocksdb::MemTableRep::KeyComparator& cmp, rocksdb::Logger* log) {
+  return std::unique_ptr<rocksdb::MemTableRep>(
+      f->CreateMemTableRep(cmp, nullptr, nullptr, log));
+}
+
 // The pool's notices (emulated PMEM) reach the DB's info log, once per
 // Logger, and never stderr (before: stderr only).
 TEST(RocksMemtableTest, PoolNoticesGoToInfoLogNotStderr) {
@@ -140,12 +154,9 @@ TEST(RocksMemtableTest, PoolNoticesGoToInfoLogNotStderr) {
   ::testing::internal::CaptureStderr();
   auto f = SmallPoolFactory(dir, 16 << 20);
   ASSERT_NE(f, nullptr);
-  std::unique_ptr<rocksdb::MemTableRep> a(
-      f->CreateMemTableRep(cmp, nullptr, nullptr, &log));
-  std::unique_ptr<rocksdb::MemTableRep> b(
-      f->CreateMemTableRep(cmp, nullptr, nullptr, &log));
-  std::unique_ptr<rocksdb::MemTableRep> c(
-      f->CreateMemTableRep(cmp, nullptr, nullptr, &other_log));
+  auto a = NewRep(f.get(), cmp, &log);
+  auto b = NewRep(f.get(), cmp, &log);
+  auto c = NewRep(f.get(), cmp, &other_log);
   a.reset();
   b.reset();
   c.reset();
@@ -153,6 +164,50 @@ TEST(RocksMemtableTest, PoolNoticesGoToInfoLogNotStderr) {
   EXPECT_EQ(err.find("flintkv"), std::string::npos) << err;
   EXPECT_EQ(log.Count("emulated PMEM"), 1);
   EXPECT_EQ(other_log.Count("emulated PMEM"), 1);
+}
+
+// A full pool's wait for flushes is reported to the DB's info log (once
+// per 10 s per pool, by the one helper both waits use) and not to stderr
+// (before: stderr from both waits). Deterministic: memtable `a` holds part
+// of a small pool, a writer fills `b` until it waits (the log line shows
+// it), then `a` is flushed and dropped, which frees the space it waits for.
+TEST(RocksMemtableTest, FullPoolWaitGoesToInfoLogNotStderr) {
+  test::TempDir dir("rmem_full");
+  UnusedKeyComparator cmp;
+  CapturingLogger log;
+  const std::string kWait = "write waits for flushes";
+  ::testing::internal::CaptureStderr();
+  auto f = SmallPoolFactory(dir, 16 << 20);
+  ASSERT_NE(f, nullptr);
+  auto a = NewRep(f.get(), cmp, &log);
+  auto b = NewRep(f.get(), cmp, &log);
+  std::atomic<int> allocated{0};
+  std::thread writer([&] {
+    char* p = nullptr;
+    // On the writer's thread too: libpmemobj hands a thread the space it
+    // freed first (per-thread arenas), and `a`'s chunks are what frees.
+    for (int i = 0; i < 256; i++) a->Allocate(4000, &p);  // ~1 MiB
+    // Until an allocation has waited (and so logged) and then returned.
+    while (log.Count(kWait) == 0) {
+      b->Allocate(4000, &p);
+      allocated++;
+    }
+  });
+  for (int i = 0; i < 30000 && log.Count(kWait) == 0; i++) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  EXPECT_EQ(log.Count(kWait), 1);
+  a->MarkReadOnly();
+  a->MarkFlushed();
+  a.reset();  // flushed: its space returns to the pool
+  writer.join();
+  EXPECT_GT(allocated.load(), 0);
+  b->MarkReadOnly();
+  b->MarkFlushed();
+  b.reset();
+  std::string err = ::testing::internal::GetCapturedStderr();
+  EXPECT_EQ(err.find("flintkv"), std::string::npos) << err;
+  EXPECT_EQ(log.Count(kWait), 1) << log.All();  // one line for the wait
 }
 
 std::string Key(int i) {
