@@ -120,10 +120,10 @@ void Triage(pmem::Pool* pool, std::vector<pmem::ListRoot*>* lists,
   *lists = keep;
 }
 
-// Issue 20 item 9. RocksDB keeps range tombstones outside the memtable
-// rep, so the pool never holds a DeleteRange; a WAL-logged one comes back
-// through RocksDB's WAL replay when recovery opens the DB, and presence
-// checks cannot see range tombstones (GetAllKeyVersions lists point
+// WAL-logged DeleteRange with WAL-less writes: RocksDB keeps range tombstones
+// outside the memtable rep, so the pool never holds a DeleteRange; a WAL-logged
+// one comes back through RocksDB's WAL replay when recovery opens the DB, and
+// presence checks cannot see range tombstones (GetAllKeyVersions lists point
 // entries only). Replaying the pool's WAL-less writes would then put a
 // Put that came *before* the DeleteRange above it. Which of the two came
 // first cannot be told, so recovery refuses the mix: a range tombstone in
