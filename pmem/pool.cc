@@ -350,6 +350,20 @@ void Pool::Log(const std::string& msg) const {
   if (info_log_) info_log_(msg);
 }
 
+// libpmemobj gives each thread its own arena, and the run an arena has
+// active keeps its free blocks from every other arena: with run-sized
+// chunks (below 256 KiB) what a flush thread freed stayed out of reach of
+// the writers that waited for it, up to the whole pool
+// (PoolTest.SpaceFreedByOneThreadServesAnother). Allocations here are
+// serialized by EnumMutex anyway (one per chunk, not per node), so every
+// thread allocates from the pool's first arena. The assignment is per
+// thread and per pool (libpmemobj keeps it in thread-local storage), so it
+// is set on every allocation: a thread may serve several pools.
+void Pool::UseSharedArena() {
+  unsigned arena = 1;  // the first automatic arena (ids start at 1)
+  pmemobj_ctl_set(pop_, "heap.thread.arena_id", &arena);
+}
+
 Status Pool::CreateList(ListKind kind, ListRoot** out, const void* user,
                         size_t user_len) {
   if (user_len > sizeof(ListRoot::user)) {
@@ -362,6 +376,7 @@ Status Pool::CreateList(ListKind kind, ListRoot** out, const void* user,
   root_->next_list_id++;
   pmemobj_persist(pop_, &root_->next_list_id, sizeof(uint64_t));
   PMEMoid oid;
+  UseSharedArena();
   if (pmemobj_alloc(pop_, &oid, sizeof(ListRoot) + kAlignSlack, kTypeList,
                     ListCtor, &args) != 0) {
     return Status::NoSpace(
@@ -474,6 +489,7 @@ Status Pool::NewChunk(uint64_t list_id, size_t min_len, ChunkFit fit,
   int rc;
   {
     std::lock_guard<std::mutex> g(EnumMutex());
+    UseSharedArena();
     rc = pmemobj_alloc(pop_, &oid, usable + kChunkOverhead, kTypeChunk,
                        ChunkCtor, &args);
   }

@@ -79,6 +79,7 @@ class Pool : public Region {
   Pool() = default;
   Status Init(const PoolOptions& options);
   Status CheckObjects();
+  void UseSharedArena();  // under EnumMutex, before every allocation
   void Log(const std::string& msg) const;
 
   PMEMobjpool* pop_ = nullptr;

@@ -8,11 +8,13 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cstdlib>
 #include <cstring>
 #include <map>
 #include <memory>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "flintkv/store.h"
@@ -278,6 +280,69 @@ TEST_F(PoolTest, FullPoolReturnsNoSpace) {
   pool = OpenPool();
   ASSERT_NE(pool, nullptr);
   EXPECT_EQ(pool->ChunksOf(pool->Lists()[0]->list_id).size(), begins.size());
+}
+
+// Space one thread frees is space for every thread: a writer that found the
+// pool full must get the chunks a flush on another thread freed, whichever
+// thread allocated them. libpmemobj gives each thread its own arena, and a
+// run active in one arena keeps its free blocks from the others: with
+// run-sized chunks (below 256 KiB) a RocksDB writer waited forever for
+// space a flush had already freed.
+TEST_F(PoolTest, SpaceFreedByOneThreadServesAnother) {
+  for (uint64_t chunk : {16ull << 10, 64ull << 10, 1ull << 20}) {
+    SCOPED_TRACE("chunk_size " + std::to_string(chunk));
+    PoolOptions o = test::QuietPoolOptions(tmp_.path(), 32ull << 20, chunk);
+    unlink(tmp_.path().c_str());
+    std::unique_ptr<Pool> pool;
+    ASSERT_TRUE(Pool::Open(o, &pool).ok());
+    ListRoot *first, *second;
+    ASSERT_TRUE(pool->CreateList(kListMemtable, &first).ok());
+    ASSERT_TRUE(pool->CreateList(kListMemtable, &second).ok());
+    char* begin;
+    size_t len;
+    // This thread fills a quarter of the pool (the first memtable) and
+    // stays alive, with its arena, through the rest.
+    int first_chunks = 0;
+    while (static_cast<uint64_t>(first_chunks) * chunk < (8ull << 20) &&
+           pool->NewChunk(first->list_id, 1, ChunkFit::kAtLeast, false, &begin,
+                          &len)
+               .ok()) {
+      first_chunks++;
+    }
+    // A writer of the second memtable fills the rest, waits for the flush
+    // of the first, then allocates again on the same thread.
+    std::atomic<int> phase{0};
+    int second_chunks = 0, again = 0;
+    Status s;
+    std::thread writer([&] {
+      char* b;
+      size_t l;
+      while (
+          pool->NewChunk(second->list_id, 1, ChunkFit::kAtLeast, true, &b, &l)
+              .ok()) {
+        second_chunks++;
+      }
+      phase.store(1, std::memory_order_release);
+      while (phase.load(std::memory_order_acquire) != 2)
+        std::this_thread::yield();
+      for (int i = 0; i < first_chunks; i++) {
+        s = pool->NewChunk(second->list_id, 1, ChunkFit::kAtLeast, true, &b,
+                           &l);
+        if (!s.ok()) break;
+        again++;
+      }
+    });
+    while (phase.load(std::memory_order_acquire) != 1)
+      std::this_thread::yield();
+    pool->DropList(first);  // the flush, on this thread
+    phase.store(2, std::memory_order_release);
+    writer.join();
+    EXPECT_GE(first_chunks, 8);
+    EXPECT_GT(second_chunks, 8);
+    EXPECT_EQ(again, first_chunks)
+        << s.ToString() << ": " << again << " of the " << first_chunks
+        << " freed chunks reused";
+  }
 }
 
 TEST_F(PoolTest, BadOptions) {

@@ -181,17 +181,22 @@ TEST(RocksMemtableTest, FullPoolWaitGoesToInfoLogNotStderr) {
   ASSERT_NE(f, nullptr);
   auto a = NewRep(f.get(), cmp, &log);
   auto b = NewRep(f.get(), cmp, &log);
+  // The first memtable is written on this thread, the second by another
+  // one, and this thread flushes the first: the writer must get the space
+  // back. (It waited forever before the pool used one libpmemobj arena:
+  // the freed chunks stayed in this thread's arena.)
+  char* first = nullptr;
+  for (int i = 0; i < 256; i++) a->Allocate(4000, &first);  // ~1 MiB
   std::atomic<int> allocated{0};
+  std::atomic<bool> done{false};
   std::thread writer([&] {
     char* p = nullptr;
-    // On the writer's thread too: libpmemobj hands a thread the space it
-    // freed first (per-thread arenas), and `a`'s chunks are what frees.
-    for (int i = 0; i < 256; i++) a->Allocate(4000, &p);  // ~1 MiB
     // Until an allocation has waited (and so logged) and then returned.
     while (log.Count(kWait) == 0) {
       b->Allocate(4000, &p);
       allocated++;
     }
+    done.store(true);
   });
   for (int i = 0; i < 30000 && log.Count(kWait) == 0; i++) {
     std::this_thread::sleep_for(std::chrono::milliseconds(1));
@@ -200,6 +205,17 @@ TEST(RocksMemtableTest, FullPoolWaitGoesToInfoLogNotStderr) {
   a->MarkReadOnly();
   a->MarkFlushed();
   a.reset();  // flushed: its space returns to the pool
+  for (int i = 0; i < 60000 && !done.load(); i++) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  if (!done.load()) {
+    // The writer waits forever: no way to join it or free `b` under it.
+    std::fprintf(stderr,
+                 "FAILED: the writer still waits 60 s after the "
+                 "flush freed the space it needs\n");
+    std::fflush(stdout);
+    std::_Exit(1);
+  }
   writer.join();
   EXPECT_GT(allocated.load(), 0);
   b->MarkReadOnly();
