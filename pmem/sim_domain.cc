@@ -60,15 +60,18 @@ char* AllocZeroed(uint64_t size) {
 
 // ---- SimRegion ----
 
-SimRegion::SimRegion(uint64_t size, uint64_t chunk_size)
-    : chunk_size_(chunk_size) {
+bool SimRegion::AllocateBase(uint64_t size) {
   size_ = std::max<uint64_t>(AlignUp64(size), kFirstChunk + kCacheLine);
   base_ = AllocZeroed(size_);
-  if (!base_) {
-    valid_ = false;
-    size_ = 0;
-    return;
-  }
+  if (base_) return true;
+  valid_ = false;
+  size_ = 0;
+  return false;
+}
+
+SimRegion::SimRegion(uint64_t size, uint64_t chunk_size)
+    : chunk_size_(chunk_size) {
+  if (!AllocateBase(size)) return;
   header()->magic = kMagic;
   header()->used = kFirstChunk;
   ListRoot* l = root();
@@ -82,13 +85,7 @@ SimRegion::SimRegion(uint64_t size, uint64_t chunk_size)
 
 SimRegion::SimRegion(const char* image, uint64_t len, uint64_t size)
     : chunk_size_(4096) {
-  size_ = std::max<uint64_t>(AlignUp64(size), kFirstChunk + kCacheLine);
-  base_ = AllocZeroed(size_);
-  if (!base_) {
-    valid_ = false;
-    size_ = 0;
-    return;
-  }
+  if (!AllocateBase(size)) return;
   std::memcpy(base_, image, std::min(len, size_));
   valid_ = len >= kFirstChunk && header()->magic == kMagic &&
            header()->used >= kFirstChunk && header()->used <= len &&

@@ -104,6 +104,9 @@ class SimRegion : public Region {
     uint64_t used;
   };
   Header* header() const { return reinterpret_cast<Header*>(base_); }
+  // Zeroed memory of at least `size` bytes; false (and an invalid region)
+  // if none.
+  bool AllocateBase(uint64_t size);
 
   uint64_t chunk_size_;
   bool valid_ = true;
