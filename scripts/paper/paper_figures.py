@@ -88,6 +88,24 @@ def bench(a, args):
     return runs
 
 
+def kops_table(xlabel, xs, series, med):
+    """Markdown rows: kops/s of each series per x, then flintkv / each other
+    series ("–" where a run is missing); med maps (series, x) to ops/s."""
+    others = [s for s in series if s != "flintkv"]
+    table = [f"| {xlabel} | " + " | ".join(f"{s} kops/s" for s in series) +
+             "".join(f" | flintkv/{s}" for s in others) + " |",
+             "|---:|" + "---:|" * (len(series) + len(others))]
+    for x in xs:
+        cells = [f"{med[(s, x)] / 1e3:.0f}" if (s, x) in med else "–"
+                 for s in series]
+        ratios = [f"{med[('flintkv', x)] / med[(s, x)]:.2f}"
+                  if ("flintkv", x) in med and (s, x) in med else "–"
+                  for s in others]
+        table.append(f"| {x} | " + " | ".join(cells) +
+                     "".join(f" | {r}" for r in ratios) + " |")
+    return table
+
+
 def fig_throughput(a, name, runs, xkey, xlabel, series_key="impl",
                    title="", logx=False):
     """Median ops/s per (series, x); CSV rows, ratio table, plot."""
@@ -104,18 +122,7 @@ def fig_throughput(a, name, runs, xkey, xlabel, series_key="impl",
               ["impl", xkey, "runs", "ops_per_s_median", "min", "max",
                "cpus_median"], rows)
     med = {(s, x): median([r["ops"] for r in rs]) for (s, x), rs in g.items()}
-    others = [s for s in series if s != "flintkv"]
-    table = [f"| {xlabel} | " + " | ".join(f"{s} kops/s" for s in series) +
-             "".join(f" | flintkv/{s}" for s in others) + " |",
-             "|---:|" + "---:|" * (len(series) + len(others))]
-    for x in xs:
-        cells = [f"{med[(s, x)] / 1e3:.0f}" if (s, x) in med else "–"
-                 for s in series]
-        ratios = [f"{med[('flintkv', x)] / med[(s, x)]:.2f}"
-                  if ("flintkv", x) in med and (s, x) in med else "–"
-                  for s in others]
-        table.append(f"| {x} | " + " | ".join(cells) +
-                     "".join(f" | {r}" for r in ratios) + " |")
+    table = kops_table(xlabel, xs, series, med)
     plot_lines(a, name, {s: [(x, med[(s, x)] / 1e3) for x in xs
                              if (s, x) in med] for s in series},
                xlabel, "kops/s (median)", title, logx)
@@ -186,18 +193,7 @@ def fig4_5_from_csv(a, md):
         med = {(r["impl"], int(r["threads"])): float(r["ops_per_s_median"])
                for r in rows(f"fig4_{num}.csv")}
         runs = {int(r["runs"]) for r in rows(f"fig4_{num}.csv")}
-        others = IMPLS[1:]
-        table = [f"| threads | " + " | ".join(f"{s} kops/s" for s in IMPLS) +
-                 "".join(f" | flintkv/{s}" for s in others) + " |",
-                 "|---:|" + "---:|" * (len(IMPLS) + len(others))]
-        for t in a.threads:
-            cells = [f"{med[(s, t)] / 1e3:.0f}" if (s, t) in med else "–"
-                     for s in IMPLS]
-            ratios = [f"{med[('flintkv', t)] / med[(s, t)]:.2f}"
-                      if ("flintkv", t) in med and (s, t) in med else "–"
-                      for s in others]
-            table.append(f"| {t} | " + " | ".join(cells) +
-                         "".join(f" | {r}" for r in ratios) + " |")
+        table = kops_table("threads", a.threads, IMPLS, med)
         md.append(f"### Fig 4, {num} puts (runs per point: "
                   f"{'/'.join(map(str, sorted(runs)))})\n\n"
                   f"![fig4](paper_figures/fig4_{num}.png)\n\n" +
