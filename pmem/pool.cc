@@ -241,6 +241,14 @@ Status Pool::Init(const PoolOptions& o) {
   }
   base_ = reinterpret_cast<char*>(pop_);
   size_ = file_size;
+  // libpmemobj boots the heap with the process-wide arena assignment; only
+  // per-thread arenas take heap.thread.arena_id (UseSharedArena). A
+  // libpmemobj without the setting has per-thread arenas.
+  enum pobj_arenas_assignment_type assignment =
+      POBJ_ARENAS_ASSIGNMENT_THREAD_KEY;
+  per_thread_arenas_ = pmemobj_ctl_get(nullptr, "heap.arenas_assignment_type",
+                                       &assignment) != 0 ||
+                       assignment == POBJ_ARENAS_ASSIGNMENT_THREAD_KEY;
 
   size_t root_size = pmemobj_root_size(pop_);
   if (root_size != 0 && root_size != sizeof(PoolRoot)) {
@@ -359,9 +367,21 @@ void Pool::Log(const std::string& msg) const {
 // thread allocates from the pool's first arena. The assignment is per
 // thread and per pool (libpmemobj keeps it in thread-local storage), so it
 // is set on every allocation: a thread may serve several pools.
+// With the global assignment (heap.arenas_assignment_type=global, e.g. from
+// PMEMOBJ_CONF) every thread already uses one arena, and heap.thread.arena_id
+// must not be set: libpmemobj would take its arena pointer for a TLS key and
+// corrupt another library's thread-local value
+// (PoolTest.GlobalArenaAssignmentLeavesThreadLocalsAlone).
 void Pool::UseSharedArena() {
+  if (!per_thread_arenas_) return;
   unsigned arena = 1;  // the first automatic arena (ids start at 1)
-  pmemobj_ctl_set(pop_, "heap.thread.arena_id", &arena);
+  if (pmemobj_ctl_set(pop_, "heap.thread.arena_id", &arena) != 0 &&
+      !arena_warned_) {
+    arena_warned_ = true;
+    Log("flintkv: " + path_ +
+        ": cannot give every thread libpmemobj's first arena (" + Errmsg() +
+        "); space one thread frees may not serve another");
+  }
 }
 
 Status Pool::CreateList(ListKind kind, ListRoot** out, const void* user,

@@ -87,6 +87,8 @@ class Pool : public Region {
   std::string path_;
   uint64_t chunk_size_ = 0;
   bool is_pmem_ = false;
+  bool per_thread_arenas_ = true;  // libpmemobj's assignment at open
+  bool arena_warned_ = false;      // under EnumMutex
   uint64_t reserve_bytes_ = 0;
   std::atomic<uint64_t> used_bytes_{0};
   std::function<void(const std::string&)> info_log_;

@@ -3,6 +3,8 @@
 #include "pmem/pool.h"
 
 #include <gtest/gtest.h>
+#include <libpmemobj.h>
+#include <pthread.h>
 #include <signal.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -343,6 +345,45 @@ TEST_F(PoolTest, SpaceFreedByOneThreadServesAnother) {
         << s.ToString() << ": " << again << " of the " << first_chunks
         << " freed chunks reused";
   }
+}
+
+// A process may ask libpmemobj for one global arena per pool
+// (heap.arenas_assignment_type=global, e.g. through PMEMOBJ_CONF). Then the
+// pool must not assign arenas per thread: libpmemobj would take its global
+// arena pointer for a thread-local key and overwrite another library's
+// thread-local value (libpmem's), which crashed the process at exit.
+TEST_F(PoolTest, GlobalArenaAssignmentLeavesThreadLocalsAlone) {
+  enum pobj_arenas_assignment_type global = POBJ_ARENAS_ASSIGNMENT_GLOBAL;
+  enum pobj_arenas_assignment_type thread_key =
+      POBJ_ARENAS_ASSIGNMENT_THREAD_KEY;
+  ASSERT_EQ(pmemobj_ctl_set(nullptr, "heap.arenas_assignment_type", &global),
+            0);
+  // With the global assignment libpmemobj creates no thread-local key, so
+  // no thread-local value of this thread may change.
+  constexpr pthread_key_t kKeys = 256;
+  std::vector<void*> before(kKeys);
+  for (pthread_key_t k = 0; k < kKeys; k++) before[k] = pthread_getspecific(k);
+  for (int round = 0; round < 3; round++) {
+    std::unique_ptr<Pool> pool = OpenPool();
+    ASSERT_NE(pool, nullptr);
+    ListRoot* l;
+    ASSERT_TRUE(pool->CreateList(kListMemtable, &l).ok());
+    char* begin;
+    size_t len;
+    for (int i = 0; i < 20; i++) {
+      ASSERT_TRUE(
+          pool->NewChunk(l->list_id, 1, ChunkFit::kAtLeast, false, &begin, &len)
+              .ok());
+    }
+    pool->DropList(l);
+  }
+  int changed = 0;
+  for (pthread_key_t k = 0; k < kKeys; k++) {
+    if (pthread_getspecific(k) != before[k]) changed++;
+  }
+  ASSERT_EQ(
+      pmemobj_ctl_set(nullptr, "heap.arenas_assignment_type", &thread_key), 0);
+  EXPECT_EQ(changed, 0) << "a thread-local value was overwritten";
 }
 
 TEST_F(PoolTest, BadOptions) {
