@@ -566,20 +566,20 @@ while IFS=$'\t' read -r kind name rep rest; do
 done <"$RESULTS"
 # Every run that was asked for must have left a result: a function that died
 # half-way (e.g. a shell error) must not read as a pass.
-if [ "$DO_STRESS" = 1 ]; then
-  for m in $MODES; do
+require_results() {  # kind (stress|unit), its summary label, names...
+  local kind=$1 label=$2 n rep
+  shift 2
+  for n in "$@"; do
     for rep in skiplist flintkv; do
-      awk -F'\t' -v n="$m" -v r="$rep" '$1=="stress" && $2==n && $3==r {f=1} END {exit !f}' "$RESULTS" ||
-        { status=1; UNEXPECTED="$UNEXPECTED stress/$m/$rep(no result)"; echo "| db_stress | $m | $rep: NO RESULT (script error?) | | |" >>"$WORK/summary.md"; }
+      awk -F'\t' -v k="$kind" -v n="$n" -v r="$rep" '$1==k && $2==n && $3==r {f=1} END {exit !f}' "$RESULTS" ||
+        { status=1; UNEXPECTED="$UNEXPECTED $kind/$n/$rep(no result)"; echo "| $label | $n | $rep: NO RESULT (script error?) | | |" >>"$WORK/summary.md"; }
     done
   done
-fi
-for t in $TESTS; do
-  for rep in skiplist flintkv; do
-    awk -F'\t' -v n="$t" -v r="$rep" '$1=="unit" && $2==n && $3==r {f=1} END {exit !f}' "$RESULTS" ||
-      { status=1; UNEXPECTED="$UNEXPECTED unit/$t/$rep(no result)"; echo "| unit | $t | $rep: NO RESULT (script error?) | | |" >>"$WORK/summary.md"; }
-  done
-done
+}
+# shellcheck disable=SC2086
+[ "$DO_STRESS" = 1 ] && require_results stress db_stress $MODES
+# shellcheck disable=SC2086
+require_results unit unit $TESTS
 cat "$WORK/summary.md"
 [ -z "$REPORT" ] || cp "$WORK/summary.md" "$REPORT"
 log "done in $(( $(date +%s) - T0 )) s"
