@@ -4,10 +4,13 @@
 // has an error channel (RocksDB uses the rep unchecked and asserts on a
 // rejected insert), so the caller waits. The wait is reported to the DB's
 // info log, at most once per kSpaceWaitLogInterval per pool, however many
-// threads wait; never to stderr.
+// threads wait; to stderr only when RocksDB gave the rep no info log (it
+// passes nullptr when it could not create one), since a wait that may last
+// until an operator acts must not be invisible.
 #pragma once
 
 #include <chrono>
+#include <cstdio>
 #include <thread>
 
 #include "flintkv/status.h"
@@ -27,12 +30,19 @@ Status WaitForPoolSpace(PoolSession* pool, rocksdb::Logger* logger,
                         const char* what, Status failed, Retry&& retry) {
   Status s = std::move(failed);
   while (!s.ok()) {
-    if (logger && pool->SpaceWaitNoticeDue(kSpaceWaitLogInterval)) {
-      rocksdb::Log(rocksdb::InfoLogLevel::WARN_LEVEL, logger,
-                   "flintkv: pool %s: %s; %s waits for flushes to free pool "
-                   "space (pool_size too small for write_buffer_size x "
-                   "max_write_buffer_number?)",
-                   pool->pool()->path().c_str(), s.ToString().c_str(), what);
+    if (pool->SpaceWaitNoticeDue(kSpaceWaitLogInterval)) {
+      static constexpr char kFormat[] =
+          "flintkv: pool %s: %s; %s waits for flushes to free pool space "
+          "(pool_size too small for write_buffer_size x "
+          "max_write_buffer_number?)";
+      if (logger) {
+        rocksdb::Log(rocksdb::InfoLogLevel::WARN_LEVEL, logger, kFormat,
+                     pool->pool()->path().c_str(), s.ToString().c_str(), what);
+      } else {
+        std::fprintf(stderr, kFormat, pool->pool()->path().c_str(),
+                     s.ToString().c_str(), what);
+        std::fputc('\n', stderr);
+      }
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(1));
     s = retry();
