@@ -353,17 +353,7 @@ TEST_F(PoolTest, SpaceFreedByOneThreadServesAnother) {
 // arena pointer for a thread-local key and overwrite another library's
 // thread-local value (libpmem's), which crashed the process at exit.
 TEST_F(PoolTest, GlobalArenaAssignmentLeavesThreadLocalsAlone) {
-  enum pobj_arenas_assignment_type global = POBJ_ARENAS_ASSIGNMENT_GLOBAL;
-  enum pobj_arenas_assignment_type thread_key =
-      POBJ_ARENAS_ASSIGNMENT_THREAD_KEY;
-  ASSERT_EQ(pmemobj_ctl_set(nullptr, "heap.arenas_assignment_type", &global),
-            0);
-  // With the global assignment libpmemobj creates no thread-local key, so
-  // no thread-local value of this thread may change.
-  constexpr pthread_key_t kKeys = 256;
-  std::vector<void*> before(kKeys);
-  for (pthread_key_t k = 0; k < kKeys; k++) before[k] = pthread_getspecific(k);
-  for (int round = 0; round < 3; round++) {
+  auto round = [this] {
     std::unique_ptr<Pool> pool = OpenPool();
     ASSERT_NE(pool, nullptr);
     ListRoot* l;
@@ -376,7 +366,21 @@ TEST_F(PoolTest, GlobalArenaAssignmentLeavesThreadLocalsAlone) {
               .ok());
     }
     pool->DropList(l);
-  }
+  };
+  // One round with the default assignment first: libpmem and libpmemobj
+  // set their own thread-local values on first use.
+  ASSERT_NO_FATAL_FAILURE(round());
+  enum pobj_arenas_assignment_type global = POBJ_ARENAS_ASSIGNMENT_GLOBAL;
+  enum pobj_arenas_assignment_type thread_key =
+      POBJ_ARENAS_ASSIGNMENT_THREAD_KEY;
+  ASSERT_EQ(pmemobj_ctl_set(nullptr, "heap.arenas_assignment_type", &global),
+            0);
+  // With the global assignment libpmemobj creates no thread-local key, so
+  // no thread-local value of this thread may change.
+  constexpr pthread_key_t kKeys = 256;
+  std::vector<void*> before(kKeys);
+  for (pthread_key_t k = 0; k < kKeys; k++) before[k] = pthread_getspecific(k);
+  for (int i = 0; i < 3; i++) ASSERT_NO_FATAL_FAILURE(round());
   int changed = 0;
   for (pthread_key_t k = 0; k < kKeys; k++) {
     if (pthread_getspecific(k) != before[k]) changed++;
