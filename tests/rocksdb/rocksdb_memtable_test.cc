@@ -22,6 +22,8 @@
 #include <vector>
 
 #include "memtable/key_comparator.h"
+#include "memtable/rocksdb/pool_session.h"
+#include "memtable/rocksdb/space_wait.h"
 #include "recovery/internal_key_cmp.h"
 #include "rocksdb/comparator.h"
 #include "rocksdb/db.h"
@@ -224,6 +226,38 @@ TEST(RocksMemtableTest, FullPoolWaitGoesToInfoLogNotStderr) {
   std::string err = ::testing::internal::GetCapturedStderr();
   EXPECT_EQ(err.find("flintkv"), std::string::npos) << err;
   EXPECT_EQ(log.Count(kWait), 1) << log.All();  // one line for the wait
+}
+
+// The wait's report goes where someone will see it: the info log when
+// RocksDB gave the rep one, else stderr (RocksDB passes nullptr when it could
+// not create its info log); once per interval per pool, however many retries.
+TEST(RocksMemtableTest, FullPoolWaitReportsToStderrOnlyWithoutInfoLog) {
+  for (bool with_log : {true, false}) {
+    SCOPED_TRACE(with_log ? "with an info log" : "without an info log");
+    test::TempDir dir("rmem_wait_sink");
+    std::shared_ptr<rocks::PoolSession> session;
+    ASSERT_TRUE(
+        rocks::PoolSession::Open(dir.path(), 16 << 20, 1 << 20, &session).ok());
+    CapturingLogger log;
+    int calls = 0;
+    ::testing::internal::CaptureStderr();
+    Status s = rocks::WaitForPoolSpace(
+        session.get(), with_log ? &log : nullptr, "write",
+        Status::NoSpace("pool is full"), [&] {
+          return ++calls < 3 ? Status::NoSpace("pool is full") : Status::OK();
+        });
+    std::string err = ::testing::internal::GetCapturedStderr();
+    EXPECT_TRUE(s.ok());
+    EXPECT_EQ(calls, 3);
+    const std::string kWait = "write waits for flushes";
+    size_t on_stderr = 0;
+    for (size_t at = err.find(kWait); at != std::string::npos;
+         at = err.find(kWait, at + 1)) {
+      on_stderr++;
+    }
+    EXPECT_EQ(log.Count(kWait), with_log ? 1 : 0) << log.All();
+    EXPECT_EQ(on_stderr, with_log ? 0u : 1u) << err;
+  }
 }
 
 std::string Key(int i) {
