@@ -100,8 +100,8 @@ void Triage(pmem::Pool* pool, std::vector<pmem::ListRoot*>* lists,
       max_pending_id = std::max(max_pending_id, l->list_id);
     }
   }
-  std::vector<pmem::ListRoot*> keep;
-  for (pmem::ListRoot* l : *lists) {
+  std::vector<pmem::ListRoot*> keep, unmarked;
+  for (pmem::ListRoot* l : *lists) {  // ascending list_id (Pool::Lists)
     const rocks::MemtableMeta* meta = rocks::MetaOf(l);
     bool valid = l->kind == pmem::kListMemtable &&
                  meta->magic == rocks::kMemtableMetaMagic;
@@ -113,9 +113,17 @@ void Triage(pmem::Pool* pool, std::vector<pmem::ListRoot*>* lists,
         pool->DropList(l);
         continue;
       }
-      PersistMeta(l, rocks::kReplayPending);
+      unmarked.push_back(l);
     }
     keep.push_back(l);  // invalid ones are reported by the caller
+  }
+  // Newest first: a kill between two marks then leaves unmarked originals
+  // only below a marked one, which the rule above keeps; oldest first left
+  // a newer original above a marked list, and the next run dropped it as a
+  // copy (RecoveryKilledWhileMarkingListsLosesNothing).
+  for (auto it = unmarked.rbegin(); it != unmarked.rend(); ++it) {
+    PersistMeta(*it, rocks::kReplayPending);
+    FLINTKV_TEST_CRASH_POINT("recovery_after_mark");
   }
   *lists = keep;
 }
