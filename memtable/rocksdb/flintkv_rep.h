@@ -100,6 +100,11 @@ class FlintRep : public rocksdb::MemTableRep {
   rocksdb::MemTableRep::Iterator* GetIterator(rocksdb::Arena* arena) override;
 
  private:
+  // ApproximateMemoryUsage once writes reach the pool's reserve: above any
+  // write_buffer_size a pool could hold (RocksDB clips it to 64 GiB at
+  // Open; SetOptions does not clip).
+  static constexpr size_t kPastAnyWriteBuffer = size_t{1} << 40;
+
   Status AllocateNode(size_t len, pmem::NvmNode** node);
 
   RocksKeyComparator cmp_;
@@ -109,9 +114,10 @@ class FlintRep : public rocksdb::MemTableRep {
   IndexArenaOfRep index_arena_{this};
   List list_;
   std::atomic<bool> flushed_{false};
-  std::atomic<bool> pressure_{false};    // pool nearly full: ask for a flush
-  std::atomic<bool> has_entry_{false};   // an insert has begun
-  std::atomic<size_t> sealed_usage_{0};  // usage frozen at MarkReadOnly
+  std::atomic<bool> pressure_{false};      // pool nearly full: ask for a flush
+  std::atomic<bool> reserve_used_{false};  // and the ask was not heard
+  std::atomic<bool> has_entry_{false};     // an insert has begun
+  std::atomic<size_t> sealed_usage_{0};    // usage frozen at MarkReadOnly
   // Smallest RocksDB sequence number inserted, per writer thread (no shared
   // cache line on the put path). MarkFlushed reports it (pool_session.h,
   // flushed_floor): the flush's SST file holds an entry at least that new,

@@ -8,6 +8,9 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
 #include <map>
 #include <random>
 #include <string>
@@ -544,32 +547,35 @@ TEST_F(OperationsTest, RestoredCheckpointOlderThanPoolRefused) {
   }
 }
 
+// Options with 1 MiB write buffers on a flintkv pool of pool_size bytes.
+rocksdb::Options SmallPoolOptions(const std::string& pool_dir,
+                                  uint64_t pool_size) {
+  MemTableOptions mo;
+  mo.pool_dir = pool_dir;
+  mo.pool_size = pool_size;
+  rocksdb::Options o = BaseOptions();
+  Check(NewMemTableRepFactory(mo, &o.memtable_factory), "factory");
+  o.write_buffer_size = 1 << 20;
+  return o;
+}
+
 // The Open-time size check, the reserve and the pressure threshold
 // are one rule (SpaceRule): a pool too small is refused at Open with the
 // numbers; a configuration that passes Open survives filling the pool many
 // times over (RocksDB asserts if a new memtable asks for a flush).
 TEST_F(OperationsTest, PoolSpaceIsOneRule) {
-  MemTableOptions mo;
-  mo.pool_dir = PoolDir(dir_);
-  mo.pool_size = 16ull << 20;
-  std::shared_ptr<rocksdb::MemTableRepFactory> f;
-  ASSERT_TRUE(NewMemTableRepFactory(mo, &f).ok());
-  rocksdb::Options o = BaseOptions();
-  o.memtable_factory = f;
-  o.write_buffer_size = 1 << 20;
+  rocksdb::Options o = SmallPoolOptions(PoolDir(dir_), 16ull << 20);
   rocksdb::DB* db = nullptr;
   rocksdb::Status s = rocksdb::DB::Open(o, DbDir(dir_), &db);
   ASSERT_FALSE(s.ok()) << "16 MiB pool with 1 MiB chunks passed Open";
   EXPECT_TRUE(Has(s, "too small")) << s.ToString();
   EXPECT_TRUE(Has(s, "at least")) << s.ToString();
   delete db;
-  f.reset();
+  o.memtable_factory.reset();
   // The smallest pool the rule allows for the same options.
   std::system(("rm -rf " + PoolDir(dir_)).c_str());
-  mo.pool_dir = PoolDir(dir_) + "2";
-  mo.pool_size = 24ull << 20;  // 3 x 1 MiB memtables + 2 x 8 MiB reserve
-  ASSERT_TRUE(NewMemTableRepFactory(mo, &f).ok());
-  o.memtable_factory = f;
+  // 3 x 1 MiB memtables + 2 x 8 MiB reserve
+  o = SmallPoolOptions(PoolDir(dir_) + "2", 24ull << 20);
   db = nullptr;
   s = rocksdb::DB::Open(o, DbDir(dir_), &db);
   ASSERT_TRUE(s.ok()) << s.ToString();
@@ -580,6 +586,40 @@ TEST_F(OperationsTest, PoolSpaceIsOneRule) {
     ASSERT_TRUE(db->Put(wo, Key(i % 5000), v).ok()) << i;
   }
   EXPECT_EQ(Get(db, Key(4999)), v);
+  delete db;
+}
+
+// SetOptions raising write_buffer_size past the pool (the plain factory is
+// not asked; the wrapper refuses it, WrapperRefusesRefusedOptionsAtSetOptions)
+// must not stop writes: the pool's pressure still switches memtables. The
+// writers waited forever for a switch that never came.
+TEST_F(OperationsTest, PlainFactoryWritesGoOnAfterSetOptionsRaisesWriteBuffer) {
+  rocksdb::Options o = SmallPoolOptions(PoolDir(dir_), 24ull << 20);
+  rocksdb::DB* db = nullptr;
+  ASSERT_TRUE(rocksdb::DB::Open(o, DbDir(dir_), &db).ok());
+  ASSERT_TRUE(db->SetOptions({{"write_buffer_size", "1073741824"}}).ok());
+  std::atomic<bool> done{false};
+  std::thread watchdog([&] {
+    for (int i = 0; i < 120000 && !done.load(); i++) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    }
+    if (!done.load()) {
+      // The writer waits forever: no way to join it or close the DB.
+      std::fprintf(stderr,
+                   "FAILED: writes still wait 120 s after SetOptions raised "
+                   "write_buffer_size past the pool\n");
+      std::_Exit(1);
+    }
+  });
+  rocksdb::WriteOptions wo;
+  wo.disableWAL = true;
+  const std::string v(1000, 'v');
+  for (int i = 0; i < 60000; i++) {  // ~60 MB through a 24 MiB pool
+    ASSERT_TRUE(db->Put(wo, Key(i), v).ok()) << i;
+  }
+  done.store(true);
+  watchdog.join();
+  for (int i = 0; i < 60000; i += 997) EXPECT_EQ(Get(db, Key(i)), v) << i;
   delete db;
 }
 
