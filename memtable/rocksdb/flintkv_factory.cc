@@ -109,6 +109,7 @@ class FlintKVFactory : public rocksdb::MemTableRepFactory {
     OptionContext ctx;
     ctx.pool = pool_.get();
     ctx.wrapper = pool_->wrapper_claim();
+    ctx.recovery_only = pool_->claimed() && !ctx.wrapper;
     ctx.wal_logged = options_.wal_logged;
     rocksdb::Status us = CheckOptions(db, cf, ctx);
     if (!us.ok()) return us;

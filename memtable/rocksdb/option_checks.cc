@@ -54,7 +54,7 @@ rocksdb::Status CheckOptions(const rocksdb::DBOptions& db,
                   "recovers on open), leave it false, or declare every "
                   "write WAL-logged (wal_logged=true)");
   }
-  if (!ctx.pool) return rocksdb::Status::OK();
+  if (!ctx.pool || ctx.recovery_only) return rocksdb::Status::OK();
   const pmem::Pool* pool = ctx.pool->pool();
   const SpaceRule& rule = ctx.pool->space();
   uint64_t need = SpaceRule::MemtableBytes(

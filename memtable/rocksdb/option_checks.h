@@ -16,11 +16,19 @@ struct OptionContext {
   const PoolSession* pool = nullptr;
   bool wrapper = false;     // the DB is flintkv::OpenDB's
   bool wal_logged = false;  // MemTableOptions::wal_logged
+  // The open is RecoverDB's (BeginRecovery's claim), which replays the
+  // leftovers and closes: the space rule is not applied (below).
+  bool recovery_only = false;
 };
 
 // NotSupported naming the option under which an acknowledged write would
 // not be durable in the pool or could not be recovered exactly;
-// InvalidArgument with the numbers if the pool is too small (SpaceRule).
+// InvalidArgument with the numbers if the pool is too small (SpaceRule),
+// except for a recovery-only open: the options are the crashed life's
+// (its OPTIONS file; SetOptions may have raised write_buffer_size since the
+// Open that passed the rule), the pool is the one that holds the data, and
+// neither can be changed before the data is out, so refusing there would
+// strand acknowledged writes.
 rocksdb::Status CheckOptions(const rocksdb::DBOptions& db,
                              const rocksdb::ColumnFamilyOptions& cf,
                              const OptionContext& ctx);

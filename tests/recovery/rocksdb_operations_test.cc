@@ -39,6 +39,18 @@ using test::Register;
 using test::Ro;
 using test::RunChild;
 
+// Options with 1 MiB write buffers on a flintkv pool of pool_size bytes.
+rocksdb::Options SmallPoolOptions(const std::string& pool_dir,
+                                  uint64_t pool_size) {
+  MemTableOptions mo;
+  mo.pool_dir = pool_dir;
+  mo.pool_size = pool_size;
+  rocksdb::Options o = BaseOptions();
+  Check(NewMemTableRepFactory(mo, &o.memtable_factory), "factory");
+  o.write_buffer_size = 1 << 20;
+  return o;
+}
+
 // 300 WAL-less puts k000000..k000299 = "a<key>", then SIGKILL.
 void CrashWithPuts(const std::string& dir, const std::string& prefix) {
   rocksdb::DB* db = nullptr;
@@ -179,6 +191,20 @@ Register r6("campaign_child", [](const std::string& d) {
   Check(rocksdb::DB::Open(PlainOptions(d), DbDir(d), &db), "open");
   ChildModel(std::strtoull(std::getenv("FLINTKV_CAMPAIGN_SEED"), nullptr, 10),
              db);
+  Die();
+});
+
+// A small pool that passed Open, write_buffer_size raised by SetOptions past
+// it (persisted in OPTIONS), 300 WAL-less puts, SIGKILL.
+Register r8("crash_small_pool_after_set_options", [](const std::string& d) {
+  rocksdb::DB* db = nullptr;
+  Check(rocksdb::DB::Open(SmallPoolOptions(PoolDir(d), 24ull << 20), DbDir(d),
+                          &db),
+        "open");
+  Check(db->SetOptions({{"write_buffer_size", "268435456"}}), "set options");
+  rocksdb::WriteOptions wo;
+  wo.disableWAL = true;
+  for (int i = 0; i < 300; i++) Check(db->Put(wo, Key(i), "s" + Key(i)), "put");
   Die();
 });
 
@@ -547,18 +573,6 @@ TEST_F(OperationsTest, RestoredCheckpointOlderThanPoolRefused) {
   }
 }
 
-// Options with 1 MiB write buffers on a flintkv pool of pool_size bytes.
-rocksdb::Options SmallPoolOptions(const std::string& pool_dir,
-                                  uint64_t pool_size) {
-  MemTableOptions mo;
-  mo.pool_dir = pool_dir;
-  mo.pool_size = pool_size;
-  rocksdb::Options o = BaseOptions();
-  Check(NewMemTableRepFactory(mo, &o.memtable_factory), "factory");
-  o.write_buffer_size = 1 << 20;
-  return o;
-}
-
 // The Open-time size check, the reserve and the pressure threshold
 // are one rule (SpaceRule): a pool too small is refused at Open with the
 // numbers; a configuration that passes Open survives filling the pool many
@@ -620,6 +634,28 @@ TEST_F(OperationsTest, PlainFactoryWritesGoOnAfterSetOptionsRaisesWriteBuffer) {
   done.store(true);
   watchdog.join();
   for (int i = 0; i < 60000; i += 997) EXPECT_EQ(Get(db, Key(i)), v) << i;
+  delete db;
+}
+
+// Recovery replays the pool it is given under the options the crashed life
+// left (here a write_buffer_size SetOptions raised past the pool): the
+// space rule, for a DB about to take writes, does not apply to it. It
+// refused ("pool too small"), and neither the pool nor the recorded
+// options could be changed before the data was out.
+TEST_F(OperationsTest, RecoveryIgnoresTheSpaceRuleItCannotChange) {
+  ASSERT_NO_FATAL_FAILURE(RunChild("crash_small_pool_after_set_options", dir_));
+  rocksdb::Status s = Recover(DbDir(dir_), Ro(dir_));
+  ASSERT_TRUE(s.ok()) << s.ToString();
+  rocksdb::DB* db = OpenStock(DbDir(dir_));
+  ASSERT_NE(db, nullptr);
+  for (int i = 0; i < 300; i++) EXPECT_EQ(Get(db, Key(i)), "s" + Key(i)) << i;
+  delete db;
+  // A DB::Open that will take writes still gets the rule.
+  rocksdb::Options big = SmallPoolOptions(PoolDir(dir_), 24ull << 20);
+  big.write_buffer_size = 64 << 20;
+  db = nullptr;
+  s = rocksdb::DB::Open(big, DbDir(dir_) + "2", &db);
+  EXPECT_TRUE(Has(s, "too small")) << s.ToString();
   delete db;
 }
 
