@@ -94,8 +94,15 @@ class FlintKVFactory : public rocksdb::MemTableRepFactory {
   // refuses that unless the loader puts its own factory in.
   rocksdb::Status PrepareOptions(const rocksdb::ConfigOptions& co) override {
     rocksdb::Status s = CheckValues(/*need_pool_dir=*/false);
+    // An existing pool is opened (and so checked) now; a new one is created
+    // only at DB::Open (ValidateOptions). When an options string fails,
+    // RocksDB resets the object to its defaults and prepares that
+    // (Configurable::ConfigureOptions), with pool_dir still set: creating
+    // here made a default-size (4 GiB) pool for a refused options string.
     if (s.ok() && co.invoke_prepare_options && !options_.pool_dir.empty()) {
-      s = Open();
+      s = PoolSession::PoolExists(options_.pool_dir)
+              ? Open()
+              : ToRocks(PoolSession::PreparePoolDir(options_.pool_dir));
     }
     if (!s.ok()) return s;
     return rocksdb::MemTableRepFactory::PrepareOptions(co);
@@ -197,6 +204,12 @@ class FlintKVFactory : public rocksdb::MemTableRepFactory {
           "flintkv: latency_model must be 'off' or 'optane', not '" +
           options_.latency_model + "'");
     }
+    if (options_.pool_size < kMinPoolSize) {  // checked before any pool
+      return rocksdb::Status::InvalidArgument(
+          "flintkv: pool_size must be at least 8M (libpmemobj's smallest "
+          "pool), not " +
+          std::to_string(options_.pool_size));
+    }
     if (options_.chunk_size < (64 << 10) || options_.chunk_size > (64 << 20)) {
       return rocksdb::Status::InvalidArgument(
           "flintkv: chunk_size must be between 64K and 64M");
@@ -218,6 +231,8 @@ class FlintKVFactory : public rocksdb::MemTableRepFactory {
   }
 
  private:
+  static constexpr uint64_t kMinPoolSize = 8ull << 20;  // PMEMOBJ_MIN_POOL
+
   MemTableOptions options_;
   LifeOptions life_;
   mutable std::mutex open_mu_;

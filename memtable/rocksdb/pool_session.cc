@@ -110,6 +110,21 @@ Status PoolSession::Open(const std::string& pool_dir, uint64_t pool_size,
   return Status::OK();
 }
 
+bool PoolSession::PoolExists(const std::string& pool_dir) {
+  return FileExists(PoolPath(pool_dir));
+}
+
+Status PoolSession::PreparePoolDir(const std::string& pool_dir) {
+  Status s = MakeDirs(pool_dir);
+  if (!s.ok()) return s;
+  struct stat st;
+  if (stat(pool_dir.c_str(), &st) != 0 || !S_ISDIR(st.st_mode)) {
+    return Status::InvalidArgument("flintkv: pool_dir " + pool_dir +
+                                   " is not a directory");
+  }
+  return Status::OK();
+}
+
 Status PoolSession::OpenExisting(const std::string& pool_dir,
                                  std::shared_ptr<PoolSession>* out) {
   std::string path = PoolPath(pool_dir);

@@ -116,6 +116,11 @@ class PoolSession : public std::enable_shared_from_this<PoolSession> {
   // The same for a pool that must exist: NotFound otherwise; never creates.
   static Status OpenExisting(const std::string& pool_dir,
                              std::shared_ptr<PoolSession>* out);
+  // Whether pool_dir holds a pool file; for one that does not yet, makes
+  // pool_dir (if missing) and checks that it is a directory, creating no
+  // pool (FlintKVFactory::PrepareOptions).
+  static bool PoolExists(const std::string& pool_dir);
+  static Status PreparePoolDir(const std::string& pool_dir);
   static std::string PoolPath(const std::string& pool_dir) {
     return pool_dir + "/flintkv.pool";
   }

@@ -54,6 +54,15 @@ TEST(FlintOptionsTest, BadOptionStringsFailCleanly) {
     rocksdb::Status st = create(s);
     EXPECT_FALSE(st.ok()) << s;
   }
+  // A refused string creates no pool: RocksDB prepares a copy of the factory
+  // reset to its defaults, pool_dir still set, and that made a default-size
+  // (4 GiB) pool file.
+  const std::string fresh = dir.path() + "/fresh";
+  for (const char* tail : {";foo=1", ";pool_size=0", ";pool_size=1M",
+                           ";chunk_size=1", ";latency_model=fast"}) {
+    EXPECT_FALSE(create("id=flintkv;pool_dir=" + fresh + tail).ok()) << tail;
+    EXPECT_FALSE(fs::exists(fresh + "/flintkv.pool")) << tail;
+  }
   // Without a pool_dir the factory parses (an OPTIONS file names it without
   // one, and tools that load it put their own factory in), but DB::Open
   // refuses it and says what is missing.
