@@ -404,6 +404,28 @@ rocksdb::Status RecoverInto(
   }
   r->watermark = wm.published();
 
+  if (wm.reset_pending() && wm.reset_seq() > db->GetLatestSequenceNumber()) {
+    // R is the last sequence number after a recovery's flush, so this DB,
+    // if it is the one that recovery flushed, has reached it. It has not:
+    // the record is damaged (one flipped bit made every list "already
+    // flushed") or the DB is older than that recovery (restored).
+    if (!o.allow_older_db) {
+      return fail(rocksdb::Status::Corruption(
+          "flintkv: pool " + pool->path() +
+          " records an interrupted recovery that flushed up to sequence " +
+          std::to_string(wm.reset_seq()) + ", but the DB's last sequence is " +
+          std::to_string(db->GetLatestSequenceNumber()) +
+          ": the pool's root is damaged, or the DB is older than that "
+          "recovery (restored from a backup or checkpoint). Nothing was "
+          "dropped or replayed. `flintkv_tool inspect` lists what the pool "
+          "holds; to replay its lists into this DB anyway: flintkv_tool "
+          "recover --allow_older_db (RecoveryOptions::allow_older_db)"));
+    }
+    Log(o,
+        "flintkv: ignoring a record of an interrupted recovery above the "
+        "DB's last sequence (allow_older_db): the lists are replayed");
+    wm.CancelReset();
+  }
   if (wm.reset_pending()) {
     // A previous recovery flushed everything it replayed and crashed while
     // dropping the lists: they are all in SST files already.

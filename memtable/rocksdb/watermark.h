@@ -43,6 +43,10 @@ class Watermark {
   // Recovery: everything replayed is flushed and LastSequence is seq. Until
   // FinishReset, a restart drops leftover lists without replaying them.
   void BeginReset(uint64_t seq) { Store(2, seq + 1); }
+  // R (valid while reset_pending()).
+  uint64_t reset_seq() const { return Load(2) - 1; }
+  // Forgets a reset record that cannot be this DB's (see RecoverInto).
+  void CancelReset() { Store(2, 0); }
   void FinishReset() {
     uint64_t r = Load(2);
     if (r != 0) Store(0, r - 1);  // the new epoch starts at LastSequence

@@ -14,6 +14,7 @@
 
 #include "memtable/list_walk.h"
 #include "memtable/rocksdb/pool_session.h"
+#include "pmem/persist.h"
 #include "recovery/replay.h"
 #include "tests/recovery/rocksdb_scenario.h"
 
@@ -222,6 +223,38 @@ TEST_F(BitRotTest, RecoveryAndVerifyRefuseAFlippedBit) {
   std::unique_ptr<rocksdb::DB> db(raw);
   for (int i = 0; i < kKeys; i++) EXPECT_EQ(Get(db.get(), Key(i)), Value(i));
   EXPECT_EQ(Get(db.get(), "m"), "op1,op2");
+}
+
+// One flipped bit in the pool root's recovery record (user[2] = R + 1, set
+// while a recovery that flushed up to R drops its lists) made recovery drop
+// every list as "already flushed", losing all of them. R above the DB's last
+// sequence cannot be this DB's completed flush: refused, the override
+// replays.
+TEST_F(BitRotTest, FlippedRecoveryRecordIsRefusedNotTrusted) {
+  ASSERT_NO_FATAL_FAILURE(test::RunChild("protected_writes", dir_));
+  {
+    auto h = OpenPool(dir_);
+    ASSERT_TRUE(h != nullptr);
+    uint64_t* r_word = &h->pool()->root_user_words()[2];
+    ASSERT_EQ(*r_word, 0u);
+    *r_word ^= 1ull << 40;
+    pmem::PmemPersist::Persist(r_word, sizeof(*r_word));
+  }
+  RecoveryReport rep;
+  rocksdb::Status s =
+      RecoverDB(BaseOptions(), DbDir(dir_), {}, test::Ro(dir_), &rep);
+  EXPECT_TRUE(s.IsCorruption()) << s.ToString();
+  EXPECT_NE(s.ToString().find("allow_older_db"), std::string::npos)
+      << s.ToString();
+  EXPECT_EQ(rep.entries_replayed, 0u);
+  RecoveryOptions ro = test::Ro(dir_);
+  ro.allow_older_db = true;
+  s = RecoverDB(BaseOptions(), DbDir(dir_), {}, ro, &rep);
+  ASSERT_TRUE(s.ok()) << s.ToString();
+  rocksdb::DB* raw = nullptr;
+  ASSERT_TRUE(rocksdb::DB::Open(BaseOptions(), DbDir(dir_), &raw).ok());
+  std::unique_ptr<rocksdb::DB> db(raw);
+  for (int i = 0; i < kKeys; i++) EXPECT_EQ(Get(db.get(), Key(i)), Value(i));
 }
 
 }  // namespace
