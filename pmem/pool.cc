@@ -474,6 +474,8 @@ void Pool::DropList(ListRoot* list) {
                         std::memory_order_relaxed);
 }
 
+uint64_t Pool::pool_uuid_lo() const { return pmemobj_oid(root_).pool_uuid_lo; }
+
 uint64_t Pool::BytesInUse() const {
   std::lock_guard<std::mutex> g(EnumMutex());
   uint64_t total = 0;

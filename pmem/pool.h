@@ -74,6 +74,9 @@ class Pool : public Region {
   // owned by the pool's user (the RocksDB adapter's sequence watermark, see
   // docs/nvm_layout.md). Zero in a new pool; persist what you write.
   uint64_t* root_user_words() const { return root_->user; }
+  // libpmemobj's pool id (the low half of its UUID, made at creation): the
+  // same for a byte copy of the pool file, different for any other pool.
+  uint64_t pool_uuid_lo() const;
 
  private:
   Pool() = default;

@@ -23,6 +23,7 @@
 #include "recovery/internal_key_cmp.h"
 #include "recovery/replay.h"
 #include "recovery/sst_ingest.h"
+#include "rocksdb/env.h"
 #include "rocksdb/table.h"
 
 namespace flintkv {
@@ -61,6 +62,51 @@ void PersistMeta(pmem::ListRoot* l, uint32_t state) {
 void PersistCopyBound(uint64_t* word, uint64_t seq) {
   *word = seq + 1;
   pmem::PmemPersist::Persist(word, sizeof(*word));  // P11
+}
+
+// The lists whose entries a finished replay put in this DB's SST files,
+// kept in the DB directory as "<pool uuid_lo hex> <list_id>" lines. A list
+// named here is never replayed into this DB again: a byte copy of the pool
+// (same pool id, same list ids) recovered after the original, or the
+// original after its copy, applied every Merge operand twice.
+constexpr char kRecoveredListsFile[] = "/FLINTKV_RECOVERED_LISTS";
+
+std::string RecordLine(uint64_t pool_id, uint64_t list_id) {
+  char buf[48];
+  std::snprintf(buf, sizeof(buf), "%016llx %llu\n", (unsigned long long)pool_id,
+                (unsigned long long)list_id);
+  return buf;
+}
+
+std::set<std::string> ReadRecoveredLists(rocksdb::DB* db) {
+  std::string data;
+  std::set<std::string> lines;
+  if (!rocksdb::ReadFileToString(db->GetEnv(),
+                                 db->GetName() + kRecoveredListsFile, &data)
+           .ok()) {
+    return lines;  // none recorded yet
+  }
+  for (size_t at = 0, nl; (nl = data.find('\n', at)) != std::string::npos;
+       at = nl + 1) {
+    lines.insert(data.substr(at, nl - at + 1));
+  }
+  return lines;
+}
+
+// Appends the lines, durably (the file, and the directory entry of a new
+// file), before the lists are dropped from the pool.
+rocksdb::Status RecordRecoveredLists(rocksdb::DB* db, const std::string& add) {
+  rocksdb::Env* env = db->GetEnv();
+  std::unique_ptr<rocksdb::WritableFile> f;
+  rocksdb::Status s = env->ReopenWritableFile(
+      db->GetName() + kRecoveredListsFile, &f, rocksdb::EnvOptions());
+  if (s.ok()) s = f->Append(add);
+  if (s.ok()) s = f->Sync();
+  if (s.ok()) s = f->Close();
+  std::unique_ptr<rocksdb::Directory> dir;
+  if (s.ok()) s = env->NewDirectory(db->GetName(), &dir);
+  if (s.ok()) s = dir->Fsync();
+  return s;
 }
 
 // What the DB holds per column family right after open: the largest
@@ -333,8 +379,9 @@ std::string RecoveryReport::ToString() const {
   std::snprintf(
       buf, sizeof(buf),
       "lists: %llu found, %llu replayed (%llu with presence checks), %llu "
-      "copies of an interrupted recovery dropped, %llu of dropped column "
-      "families; entries: %llu committed, %llu replayed (%llu bytes), %llu "
+      "copies of an interrupted recovery dropped, %llu already recovered "
+      "into this DB, %llu of dropped column families; entries: %llu committed, "
+      "%llu replayed (%llu bytes), %llu "
       "already in the DB, %llu superseded; %llu SST files (%llu entries), "
       "%llu keys through DB writes; dropped: %llu uncommitted "
       "(version MAX), %llu torn FlintKV batch, %llu above watermark; "
@@ -343,6 +390,7 @@ std::string RecoveryReport::ToString() const {
       (unsigned long long)lists_found, (unsigned long long)lists_replayed,
       (unsigned long long)lists_checked,
       (unsigned long long)lists_copies_dropped,
+      (unsigned long long)lists_already_recovered,
       (unsigned long long)lists_dropped_cf, (unsigned long long)entries_seen,
       (unsigned long long)entries_replayed, (unsigned long long)bytes_replayed,
       (unsigned long long)entries_present,
@@ -456,6 +504,25 @@ rocksdb::Status RecoverInto(
     if (!ds.ok()) return fail(ds);
   }
   Triage(pool, &lists, o, r);
+  // After Triage, which drops the copies an interrupted recovery left by
+  // comparing them with the originals.
+  if (!lists.empty()) {
+    const std::set<std::string> done = ReadRecoveredLists(db);
+    std::vector<pmem::ListRoot*> left;
+    for (pmem::ListRoot* l : lists) {
+      if (done.count(RecordLine(pool->pool_uuid_lo(), l->list_id)) == 0) {
+        left.push_back(l);
+        continue;
+      }
+      Log(o, "flintkv: list " + std::to_string(l->list_id) +
+                 " was recovered into this DB already (this pool is a copy "
+                 "of the one recovered, or the recovery that replayed it "
+                 "stopped before dropping it): dropped, not replayed");
+      r->lists_already_recovered++;
+      pool->DropList(l);
+    }
+    lists.swap(left);
+  }
   // Validate, and close the copy spans interrupted recoveries left open,
   // before anything is written.
   std::vector<pmem::ListRoot*> to_drop;
@@ -555,6 +622,13 @@ rocksdb::Status RecoverInto(
     rocksdb::Status s = db->Flush(fo, handles);
     if (!s.ok()) return fail(s);
     FLINTKV_TEST_CRASH_POINT("recovery_after_flush");
+    std::string record;
+    for (const ListPlan& p : plans) {
+      record += RecordLine(pool->pool_uuid_lo(), p.list->list_id);
+    }
+    s = RecordRecoveredLists(db, record);
+    if (!s.ok()) return fail(s);
+    FLINTKV_TEST_CRASH_POINT("recovery_after_record");
     // The replayed data is in SST files and the MANIFEST (Flush waits for
     // the install). Record that before dropping anything, so that a crash
     // in between neither replays twice nor trusts a stale watermark.

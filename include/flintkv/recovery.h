@@ -91,6 +91,9 @@ struct RecoveryReport {
   uint64_t lists_replayed = 0;
   uint64_t lists_checked = 0;         // replayed with per-key presence checks
   uint64_t lists_copies_dropped = 0;  // copies of an interrupted recovery
+  // already recovered into this DB (a pool copy, or a rerun after the
+  // flush): dropped, not replayed
+  uint64_t lists_already_recovered = 0;
   uint64_t lists_dropped_cf = 0;     // of a column family that no longer exists
   uint64_t entries_seen = 0;         // committed entries walked
   uint64_t entries_replayed = 0;     // re-applied (SST files or DB writes)

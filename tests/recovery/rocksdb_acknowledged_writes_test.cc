@@ -538,7 +538,8 @@ TEST_F(AcknowledgedWritesTest, IngestExternalFileThenCrash) {
 // Section 2: Merge operands are applied once even when a recovery is
 // itself interrupted, after its copies reached SST files or before.
 TEST_F(AcknowledgedWritesTest, InterruptedRecoveryAppliesMergesOnce) {
-  for (const char* point : {"recovery_after_flush", "recovery_after_list"}) {
+  for (const char* point : {"recovery_after_flush", "recovery_after_record",
+                            "recovery_after_list"}) {
     SCOPED_TRACE(point);
     std::system(("rm -rf " + dir_).c_str());
     ASSERT_NO_FATAL_FAILURE(RunChild("plain_merges", dir_));
@@ -565,6 +566,34 @@ TEST_F(AcknowledgedWritesTest, RecoveryKilledWhileMarkingListsLosesNothing) {
   EXPECT_GT(n, 100);
   for (int i = 0; i < n; i++) ASSERT_EQ(Get(db, Key(i)), "v" + Key(i)) << i;
   delete db;
+}
+
+// A byte copy of the pool (an operator's safety copy) recovered after the
+// original, or the original after the copy: the second recovery finds its
+// lists recorded in the DB as recovered and drops them. It replayed them
+// again, applying every Merge operand twice.
+TEST_F(AcknowledgedWritesTest, PoolCopyRecoveredTwiceAppliesMergesOnce) {
+  for (bool copy_first : {false, true}) {
+    SCOPED_TRACE(copy_first ? "copy first" : "original first");
+    std::system(("rm -rf " + dir_).c_str());
+    ASSERT_NO_FATAL_FAILURE(RunChild("plain_merges", dir_));
+    const std::string copy = dir_ + "/pool_copy";
+    ASSERT_EQ(std::system(("cp -a " + PoolDir(dir_) + " " + copy).c_str()), 0);
+    RecoveryOptions first = Ro(dir_), second = Ro(dir_);
+    (copy_first ? first : second).pool_dir = copy;
+    RecoveryReport rep;
+    rocksdb::Status s = RecoverDB(BaseOptions(), DbDir(dir_), {}, first, &rep);
+    ASSERT_TRUE(s.ok()) << s.ToString();
+    ASSERT_GT(rep.lists_replayed, 0u);
+    s = RecoverDB(BaseOptions(), DbDir(dir_), {}, second, &rep);
+    ASSERT_TRUE(s.ok()) << s.ToString();
+    EXPECT_EQ(rep.lists_replayed, 0u);
+    EXPECT_GT(rep.lists_already_recovered, 0u);
+    rocksdb::DB* db = nullptr;
+    ASSERT_TRUE(rocksdb::DB::Open(BaseOptions(), DbDir(dir_), &db).ok());
+    for (int i = 0; i < 50; i++) ASSERT_EQ(Get(db, Key(i)), "0,1,2") << i;
+    delete db;
+  }
 }
 
 // Section 2: PutEntity through the plain factory is recovered.
