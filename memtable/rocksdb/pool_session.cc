@@ -398,22 +398,27 @@ Status PoolSession::Claim(const DbBinding& b, bool wrapper) {
   if (!meta.empty() && !b.options_flintkv && !b.allow_foreign_open) {
     return Status::InvalidArgument(
         "flintkv: pool " + path + " holds " + std::to_string(meta.size()) +
-        " unflushed memtable(s) of " + b.db_path + " (" +
-        LeftoverSummaryLocked() + "), but " +
+        " unflushed memtable(s) (" + LeftoverSummaryLocked() + "), but " +
         (b.options_file.empty()
-             ? "the DB has no OPTIONS file"
-             : "its latest OPTIONS file " + b.options_file +
-                   " was written by a process without FlintKV (memtable "
+             ? "the DB " + b.db_path + " has no OPTIONS file"
+             : "the latest OPTIONS file of " + b.db_path + ", " +
+                   b.options_file +
+                   ", was written by a process without FlintKV (memtable "
                    "factory " +
                    b.other_factory + ")") +
-        ": something opened the DB after these memtables were written "
+        ". Either " + b.db_path +
+        " is not the DB that wrote them (check --db: `flintkv_tool inspect "
+        "--pool_dir=" +
+        pool_dir_ +
+        "` shows their sequence ranges and creation times), or something "
+        "opened it after they were written "
         "(stock ldb, a restore, a tool without the plugin) and may have "
         "written keys they also hold. Nothing was changed. Sequence numbers "
         "cannot order those writes against the pool's, so replaying could "
-        "revert newer writes. To replay anyway (for a key written by both, "
-        "the entry with the higher sequence number wins, which may be the "
-        "older write): flintkv_tool recover --allow_foreign_open (C++: "
-        "RecoveryOptions::allow_foreign_open)");
+        "revert newer writes. If it is the right DB, to replay anyway (for "
+        "a key written by both, the entry with the higher sequence number "
+        "wins, which may be the older write): flintkv_tool recover "
+        "--allow_foreign_open (C++: RecoveryOptions::allow_foreign_open)");
   }
   // The family the DB's OPTIONS file vouches for. An OPTIONS file written
   // before families existed records 0, and so do lists of that time.

@@ -365,6 +365,9 @@ TEST_F(OperationsTest, ForeignWriteAfterCrashIsNotReverted) {
   ASSERT_FALSE(s.ok()) << "recovery replayed over a foreign write";
   EXPECT_TRUE(Has(s, "without FlintKV")) << s.ToString();
   EXPECT_TRUE(Has(s, "allow_foreign_open")) << s.ToString();
+  // The same refusal for a wrong --db: it must not call the lists that DB's.
+  EXPECT_TRUE(Has(s, "is not the DB that wrote them (check --db"))
+      << s.ToString();
   rocksdb::DB* db = OpenStock(DbDir(dir_));
   ASSERT_NE(db, nullptr);
   EXPECT_EQ(Get(db, "k"), "new");
