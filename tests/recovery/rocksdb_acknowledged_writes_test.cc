@@ -267,6 +267,41 @@ Register r16("two_unflushed_memtables", [](const std::string& d) {
   Die();
 });
 
+// A Put in an immutable memtable and its SingleDelete in the active one
+// (a flush of both drops the pair, the newest entries), crash.
+Register r17("single_delete_pair_two_lists", [](const std::string& d) {
+  rocksdb::Options o = PlainOptions(d);
+  o.write_buffer_size = 1 << 20;
+  o.min_write_buffer_number_to_merge = 2;  // the immutable one stays
+  o.max_write_buffer_number = 4;
+  rocksdb::DB* db;
+  Check(rocksdb::DB::Open(o, DbDir(d), &db), "open");
+  rocksdb::WriteOptions wo;
+  wo.disableWAL = true;
+  Check(db->Put(wo, "zzz", "gone"), "put");
+  uint64_t n = 0;
+  int i = 0;
+  for (; n == 0 && i < 1000000; i++) {  // until the memtable switches
+    Check(db->Put(wo, Key(i), "v" + Key(i)), "put");
+    db->GetIntProperty("rocksdb.num-immutable-mem-table", &n);
+  }
+  if (n != 1) std::abort();
+  for (int end = i + 10; i < end; i++) {
+    Check(db->Put(wo, Key(i), "v" + Key(i)), "put");
+  }
+  Check(db->Put(wo, "count", std::to_string(i)), "put");
+  Check(db->SingleDelete(wo, "zzz"), "single delete");  // the newest entry
+  Die();
+});
+Register r18("recover_crash_memtable_path", [](const std::string& d) {
+  // As recover_crash, replaying through DB writes (no SST ingestion).
+  RecoveryOptions ro = Ro(d);
+  ro.ingest_sst = false;
+  rocksdb::Status s = RecoverDB(BaseOptions(), DbDir(d), {}, ro, nullptr);
+  std::fprintf(stderr, "recovery returned: %s\n", s.ToString().c_str());
+  std::abort();  // the crash point must have fired
+});
+
 // A Put flushed to SST, then 100 WAL-less Merges on the same key, crash.
 Register r15("merges_over_flushed_base", [](const std::string& d) {
   rocksdb::DB* db;
@@ -594,6 +629,24 @@ TEST_F(AcknowledgedWritesTest, PoolCopyRecoveredTwiceAppliesMergesOnce) {
     for (int i = 0; i < 50; i++) ASSERT_EQ(Get(db, Key(i)), "0,1,2") << i;
     delete db;
   }
+}
+
+// A recovery killed while dropping the lists it flushed (R set): the
+// restart finishes the drop. R was the DB's LastSequence, above what a
+// reopen sees when the flush dropped the newest replayed entries (a
+// SingleDelete pair), and the restart refused the record as damaged.
+TEST_F(AcknowledgedWritesTest, RecoveryKilledWhileDroppingListsRestarts) {
+  ASSERT_NO_FATAL_FAILURE(RunChild("single_delete_pair_two_lists", dir_));
+  ASSERT_NO_FATAL_FAILURE(RunChild("recover_crash_memtable_path", dir_,
+                                   "recovery_after_reset_begin"));
+  rocksdb::DB* db = RecoverAndOpen();
+  ASSERT_NE(db, nullptr);
+  const std::string count = Get(db, "count");
+  ASSERT_NE(count, "<NotFound: >");
+  const int n = std::stoi(count);
+  for (int i = 0; i < n; i++) ASSERT_EQ(Get(db, Key(i)), "v" + Key(i)) << i;
+  EXPECT_EQ(Get(db, "zzz"), "<NotFound: >");
+  delete db;
 }
 
 // Section 2: PutEntity through the plain factory is recovered.
