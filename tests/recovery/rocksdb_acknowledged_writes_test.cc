@@ -243,14 +243,19 @@ Register r14("flush_two_memtables", [](const std::string& d) {
   std::abort();  // the crash point must have fired
 });
 
-// Two unflushed memtables (an immutable one and the active one), crash.
-Register r16("two_unflushed_memtables", [](const std::string& d) {
+// Opens a plain-factory DB whose immutable memtable stays unflushed, puts
+// Key(i) = "v<key>" until one memtable switched, then `extra` more and
+// "count" = the number of keys; returns the DB (a child then dies).
+rocksdb::DB* TwoUnflushedMemtables(
+    const std::string& d, int extra,
+    const std::function<void(rocksdb::DB*)>& before = nullptr) {
   rocksdb::Options o = PlainOptions(d);
   o.write_buffer_size = 1 << 20;
   o.min_write_buffer_number_to_merge = 2;  // the immutable one stays
   o.max_write_buffer_number = 4;
   rocksdb::DB* db;
   Check(rocksdb::DB::Open(o, DbDir(d), &db), "open");
+  if (before) before(db);
   rocksdb::WriteOptions wo;
   wo.disableWAL = true;
   uint64_t n = 0;
@@ -260,36 +265,27 @@ Register r16("two_unflushed_memtables", [](const std::string& d) {
     db->GetIntProperty("rocksdb.num-immutable-mem-table", &n);
   }
   if (n != 1) std::abort();
-  for (int end = i + 100; i < end; i++) {
+  for (int end = i + extra; i < end; i++) {
     Check(db->Put(wo, Key(i), "v" + Key(i)), "put");
   }
-  Check(db->Put(wo, "count", std::to_string(i)), "put");  // newest entry
+  Check(db->Put(wo, "count", std::to_string(i)), "put");
+  return db;
+}
+
+// Two unflushed memtables (an immutable one and the active one), crash.
+Register r16("two_unflushed_memtables", [](const std::string& d) {
+  TwoUnflushedMemtables(d, 100);
   Die();
 });
 
 // A Put in an immutable memtable and its SingleDelete in the active one
 // (a flush of both drops the pair, the newest entries), crash.
 Register r17("single_delete_pair_two_lists", [](const std::string& d) {
-  rocksdb::Options o = PlainOptions(d);
-  o.write_buffer_size = 1 << 20;
-  o.min_write_buffer_number_to_merge = 2;  // the immutable one stays
-  o.max_write_buffer_number = 4;
-  rocksdb::DB* db;
-  Check(rocksdb::DB::Open(o, DbDir(d), &db), "open");
   rocksdb::WriteOptions wo;
   wo.disableWAL = true;
-  Check(db->Put(wo, "zzz", "gone"), "put");
-  uint64_t n = 0;
-  int i = 0;
-  for (; n == 0 && i < 1000000; i++) {  // until the memtable switches
-    Check(db->Put(wo, Key(i), "v" + Key(i)), "put");
-    db->GetIntProperty("rocksdb.num-immutable-mem-table", &n);
-  }
-  if (n != 1) std::abort();
-  for (int end = i + 10; i < end; i++) {
-    Check(db->Put(wo, Key(i), "v" + Key(i)), "put");
-  }
-  Check(db->Put(wo, "count", std::to_string(i)), "put");
+  rocksdb::DB* db = TwoUnflushedMemtables(d, 10, [&](rocksdb::DB* db) {
+    Check(db->Put(wo, "zzz", "gone"), "put");
+  });
   Check(db->SingleDelete(wo, "zzz"), "single delete");  // the newest entry
   Die();
 });
