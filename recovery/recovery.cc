@@ -672,6 +672,13 @@ rocksdb::Status RecoverDB(const rocksdb::Options& db_options,
     EndRecovery(o.pool_dir);
     return st;
   };
+  {
+    // This open only replays and closes: exempt from the space rule.
+    std::shared_ptr<PoolSession> h;
+    if (PoolSession::OpenExisting(o.pool_dir, &h).ok()) {
+      h->MarkOfflineRecovery();
+    }
+  }
   if (cfs.empty()) {
     std::vector<std::string> names;
     s = rocksdb::DB::ListColumnFamilies(db_options, db_path, &names);

@@ -116,7 +116,7 @@ class FlintKVFactory : public rocksdb::MemTableRepFactory {
     OptionContext ctx;
     ctx.pool = pool_.get();
     ctx.wrapper = pool_->wrapper_claim();
-    ctx.recovery_only = pool_->claimed() && !ctx.wrapper;
+    ctx.recovery_only = pool_->offline_recovery_claim();
     ctx.wal_logged = options_.wal_logged;
     rocksdb::Status us = CheckOptions(db, cf, ctx);
     if (!us.ok()) return us;

@@ -16,8 +16,8 @@ struct OptionContext {
   const PoolSession* pool = nullptr;
   bool wrapper = false;     // the DB is flintkv::OpenDB's
   bool wal_logged = false;  // MemTableOptions::wal_logged
-  // The open is RecoverDB's (BeginRecovery's claim), which replays the
-  // leftovers and closes: the space rule is not applied (below).
+  // The open is RecoverDB's (PoolSession::offline_recovery_claim), which
+  // replays the leftovers and closes: the space rule is not applied (below).
   bool recovery_only = false;
 };
 

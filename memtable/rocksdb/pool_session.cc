@@ -213,6 +213,16 @@ bool PoolSession::wrapper_claim() const {
   return claimed_ && claim_wrapper_;
 }
 
+void PoolSession::MarkOfflineRecovery() {
+  std::lock_guard<std::mutex> g(mu_);
+  if (claimed_ && !claim_wrapper_) claim_offline_ = true;
+}
+
+bool PoolSession::offline_recovery_claim() const {
+  std::lock_guard<std::mutex> g(mu_);
+  return claimed_ && claim_offline_;
+}
+
 Status PoolSession::BeginOpen(const void* factory, bool wal_logged,
                               uint64_t write_buffer_size) {
   std::lock_guard<std::mutex> g(mu_);
@@ -509,6 +519,7 @@ void PoolSession::FinishRecovery() {
   claimed_lists_.clear();
   claim_note_.clear();
   claimed_ = false;
+  claim_offline_ = false;
   self.swap(keep_alive_);  // released after the lock
 }
 
@@ -518,6 +529,7 @@ void PoolSession::ReleaseClaim() {
   claimed_lists_.clear();
   claim_note_.clear();
   claimed_ = false;
+  claim_offline_ = false;
   self.swap(keep_alive_);
 }
 

@@ -148,6 +148,11 @@ class PoolSession : public std::enable_shared_from_this<PoolSession> {
                    uint64_t write_buffer_size);
   // The next life is an OpenDB wrapper's (its claim says so).
   bool wrapper_claim() const;
+  // RecoverDB's claim: its DB::Open replays the leftovers and closes, so the
+  // space rule is not applied to it (OptionContext::recovery_only). Not
+  // BeginRecovery's alone: that caller may keep the DB and write.
+  void MarkOfflineRecovery();
+  bool offline_recovery_claim() const;
   // A memtable of the DB whose info log is `logger` is being created: its
   // list's stamp (binds the thread's prepared life to the DB, see above).
   MemtableMeta NewListMeta(uint32_t column_family_id, const void* logger);
@@ -230,6 +235,7 @@ class PoolSession : public std::enable_shared_from_this<PoolSession> {
   bool claimed_ = false;
   std::thread::id claim_thread_;  // the recovery's thread: it opens the DB
   bool claim_wrapper_ = false;
+  bool claim_offline_ = false;
   uint64_t claim_family_ = 0;
   uint64_t claim_db_id_hash_ = 0;
   std::set<uint64_t> claimed_lists_;
