@@ -111,6 +111,19 @@ class FlintKVFactory : public rocksdb::MemTableRepFactory {
   rocksdb::Status ValidateOptions(
       const rocksdb::DBOptions& db,
       const rocksdb::ColumnFamilyOptions& cf) const override {
+    if (!IsOpen() && !options_.pool_dir.empty() &&
+        !PoolSession::PoolExists(options_.pool_dir)) {
+      // Options refused for the pool this open would create leave no pool
+      // (it would fix the size, and a retry with a larger pool_size would
+      // then be ignored).
+      NewPool np{PoolSession::PoolPath(options_.pool_dir), options_.pool_size,
+                 options_.chunk_size};
+      OptionContext pre;
+      pre.new_pool = &np;
+      pre.wal_logged = options_.wal_logged;
+      rocksdb::Status ps = CheckOptions(db, cf, pre);
+      if (!ps.ok()) return ps;
+    }
     rocksdb::Status os = Open();
     if (!os.ok()) return os;
     OptionContext ctx;
@@ -215,6 +228,11 @@ class FlintKVFactory : public rocksdb::MemTableRepFactory {
           "flintkv: chunk_size must be between 64K and 64M");
     }
     return rocksdb::Status::OK();
+  }
+
+  bool IsOpen() const {
+    std::lock_guard<std::mutex> g(open_mu_);
+    return pool_ != nullptr;
   }
 
   // Opens (or creates) the pool once; later calls return the first result.

@@ -54,18 +54,33 @@ rocksdb::Status CheckOptions(const rocksdb::DBOptions& db,
                   "recovers on open), leave it false, or declare every "
                   "write WAL-logged (wal_logged=true)");
   }
-  if (!ctx.pool || ctx.recovery_only) return rocksdb::Status::OK();
-  const pmem::Pool* pool = ctx.pool->pool();
-  const SpaceRule& rule = ctx.pool->space();
+  if (ctx.recovery_only) return rocksdb::Status::OK();
+  std::string path;
+  uint64_t size, chunk_size;
+  SpaceRule rule;
+  if (ctx.pool) {
+    const pmem::Pool* pool = ctx.pool->pool();
+    path = pool->path();
+    size = pool->size();
+    chunk_size = pool->chunk_size();
+    rule = ctx.pool->space();
+  } else if (ctx.new_pool) {
+    path = ctx.new_pool->path;
+    size = ctx.new_pool->size;
+    chunk_size = ctx.new_pool->chunk_size;
+    rule = SpaceRule::For(size, chunk_size);
+  } else {
+    return rocksdb::Status::OK();
+  }
   uint64_t need = SpaceRule::MemtableBytes(
-      cf.write_buffer_size, cf.max_write_buffer_number, pool->chunk_size());
-  if (pool->size() < rule.MinPoolSize(need)) {
+      cf.write_buffer_size, cf.max_write_buffer_number, chunk_size);
+  if (size < rule.MinPoolSize(need)) {
     return rocksdb::Status::InvalidArgument(
-        "flintkv: pool " + pool->path() + " (" + Mib(pool->size()) +
+        "flintkv: pool " + path + " (" + Mib(size) +
         ") is too small: " + std::to_string(cf.max_write_buffer_number) +
         " memtables of write_buffer_size " + Mib(cf.write_buffer_size) +
         " plus the one being filled take " + Mib(need) + " in " +
-        Mib(pool->chunk_size()) + " chunks, and " + Mib(rule.pressure_free) +
+        Mib(chunk_size) + " chunks, and " + Mib(rule.pressure_free) +
         " must stay free (a reserve of " + Mib(rule.reserve) +
         " for writes in flight, the rest so that memtables ask for flushes "
         "in time); a pool of at least " +

@@ -5,6 +5,9 @@
 // Thread safety: stateless.
 #pragma once
 
+#include <cstdint>
+#include <string>
+
 #include "memtable/rocksdb/pool_session.h"
 #include "rocksdb/options.h"
 #include "rocksdb/status.h"
@@ -12,10 +15,19 @@
 namespace flintkv {
 namespace rocks {
 
+// A pool DB::Open would create (none exists yet): checked before it is
+// created, so that a refused open leaves no pool behind.
+struct NewPool {
+  std::string path;
+  uint64_t size = 0;
+  uint64_t chunk_size = 0;
+};
+
 struct OptionContext {
   const PoolSession* pool = nullptr;
-  bool wrapper = false;     // the DB is flintkv::OpenDB's
-  bool wal_logged = false;  // MemTableOptions::wal_logged
+  const NewPool* new_pool = nullptr;  // when pool is null
+  bool wrapper = false;               // the DB is flintkv::OpenDB's
+  bool wal_logged = false;            // MemTableOptions::wal_logged
   // The open is RecoverDB's (PoolSession::offline_recovery_claim), which
   // replays the leftovers and closes: the space rule is not applied (below).
   bool recovery_only = false;
