@@ -65,27 +65,39 @@ void PersistCopyBound(uint64_t* word, uint64_t seq) {
 }
 
 // The lists whose entries a finished replay put in this DB's SST files,
-// kept in the DB directory as "<pool uuid_lo hex> <list_id>" lines. A list
-// named here is never replayed into this DB again: a byte copy of the pool
-// (same pool id, same list ids) recovered after the original, or the
-// original after its copy, applied every Merge operand twice.
+// kept in the DB directory, one line per list: the pool's libpmemobj id and
+// the list's id, DB life and creation time. A list named here is never
+// replayed into this DB again: a byte copy of the pool (same pool id, same
+// lists) recovered after the original, or the original after its copy,
+// applied every Merge operand twice. The life and creation time tell apart
+// a list of another history of the same pool id (an older image of the pool
+// put back reuses list ids; its new lists must be replayed).
 constexpr char kRecoveredListsFile[] = "/FLINTKV_RECOVERED_LISTS";
 
-std::string RecordLine(uint64_t pool_id, uint64_t list_id) {
-  char buf[48];
-  std::snprintf(buf, sizeof(buf), "%016llx %llu\n", (unsigned long long)pool_id,
-                (unsigned long long)list_id);
+std::string RecordLine(const pmem::Pool* pool, const pmem::ListRoot* l) {
+  const rocks::MemtableMeta* m = rocks::MetaOf(l);
+  char buf[96];
+  std::snprintf(buf, sizeof(buf), "%016llx %llu %016llx %llu\n",
+                (unsigned long long)pool->pool_uuid_lo(),
+                (unsigned long long)l->list_id,
+                (unsigned long long)m->incarnation,
+                (unsigned long long)m->created_micros);
   return buf;
 }
 
-std::set<std::string> ReadRecoveredLists(rocksdb::DB* db) {
+std::string ReadRecordFile(rocksdb::DB* db) {
   std::string data;
-  std::set<std::string> lines;
   if (!rocksdb::ReadFileToString(db->GetEnv(),
                                  db->GetName() + kRecoveredListsFile, &data)
            .ok()) {
-    return lines;  // none recorded yet
+    data.clear();  // none recorded yet
   }
+  return data;
+}
+
+std::set<std::string> ReadRecoveredLists(rocksdb::DB* db) {
+  const std::string data = ReadRecordFile(db);
+  std::set<std::string> lines;
   for (size_t at = 0, nl; (nl = data.find('\n', at)) != std::string::npos;
        at = nl + 1) {
     lines.insert(data.substr(at, nl - at + 1));
@@ -93,16 +105,19 @@ std::set<std::string> ReadRecoveredLists(rocksdb::DB* db) {
   return lines;
 }
 
-// Appends the lines, durably (the file, and the directory entry of a new
-// file), before the lists are dropped from the pool.
+// Adds the lines, durably, before the lists are dropped from the pool: the
+// whole file is rewritten under a temporary name, synced, renamed over the
+// old one and the directory synced (plain Env calls every FileSystem has).
 rocksdb::Status RecordRecoveredLists(rocksdb::DB* db, const std::string& add) {
   rocksdb::Env* env = db->GetEnv();
+  const std::string path = db->GetName() + kRecoveredListsFile;
+  const std::string tmp = path + ".tmp";
   std::unique_ptr<rocksdb::WritableFile> f;
-  rocksdb::Status s = env->ReopenWritableFile(
-      db->GetName() + kRecoveredListsFile, &f, rocksdb::EnvOptions());
-  if (s.ok()) s = f->Append(add);
+  rocksdb::Status s = env->NewWritableFile(tmp, &f, rocksdb::EnvOptions());
+  if (s.ok()) s = f->Append(ReadRecordFile(db) + add);
   if (s.ok()) s = f->Sync();
   if (s.ok()) s = f->Close();
+  if (s.ok()) s = env->RenameFile(tmp, path);
   std::unique_ptr<rocksdb::Directory> dir;
   if (s.ok()) s = env->NewDirectory(db->GetName(), &dir);
   if (s.ok()) s = dir->Fsync();
@@ -520,7 +535,7 @@ rocksdb::Status RecoverInto(
     const std::set<std::string> done = ReadRecoveredLists(db);
     std::vector<pmem::ListRoot*> left;
     for (pmem::ListRoot* l : lists) {
-      if (done.count(RecordLine(pool->pool_uuid_lo(), l->list_id)) == 0) {
+      if (done.count(RecordLine(pool, l)) == 0) {
         left.push_back(l);
         continue;
       }
@@ -634,7 +649,7 @@ rocksdb::Status RecoverInto(
     FLINTKV_TEST_CRASH_POINT("recovery_after_flush");
     std::string record;
     for (const ListPlan& p : plans) {
-      record += RecordLine(pool->pool_uuid_lo(), p.list->list_id);
+      record += RecordLine(pool, p.list);
     }
     s = RecordRecoveredLists(db, record);
     if (!s.ok()) return fail(s);

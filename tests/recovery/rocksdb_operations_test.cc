@@ -670,6 +670,46 @@ TEST_F(OperationsTest, RecoveryIgnoresTheSpaceRuleItCannotChange) {
   EndRecovery(PoolDir(dir_));
 }
 
+// An older image of the pool put back under the DB (a saved tmpfs pool, a
+// template pool file) reuses list ids that the DB's record of recovered
+// lists names: its new lists are replayed, not taken for recovered ones.
+// Keyed on pool id and list id only, the record dropped the new list and
+// its acknowledged write (review).
+TEST_F(OperationsTest, OlderPoolImageReusingListIdsIsReplayed) {
+  const std::string pool_file = PoolDir(dir_) + "/flintkv.pool";
+  const std::string image = dir_ + "/pool_image";
+  auto write = [&](const char* key, bool flush) {
+    rocksdb::DB* db = nullptr;
+    ASSERT_TRUE(rocksdb::DB::Open(PlainOptions(dir_), DbDir(dir_), &db).ok());
+    rocksdb::WriteOptions wo;
+    wo.disableWAL = true;
+    ASSERT_TRUE(db->Put(wo, key, key).ok());
+    if (flush) {
+      ASSERT_TRUE(db->Flush(rocksdb::FlushOptions()).ok());
+    } else {  // the memtable stays in the pool: recovery brings it back
+      ASSERT_TRUE(
+          db->SetDBOptions({{"avoid_flush_during_shutdown", "true"}}).ok());
+    }
+    ASSERT_TRUE(db->Close().ok());
+    delete db;
+  };
+  ASSERT_NO_FATAL_FAILURE(write("a", true));
+  ASSERT_EQ(std::system(("cp " + pool_file + " " + image).c_str()), 0);
+  ASSERT_NO_FATAL_FAILURE(write("b", false));
+  ASSERT_TRUE(Recover(DbDir(dir_), Ro(dir_)).ok());
+  ASSERT_EQ(std::system(("cp " + image + " " + pool_file).c_str()), 0);
+  ASSERT_NO_FATAL_FAILURE(write("c", false));
+  RecoveryReport rep;
+  rocksdb::Status s = RecoverDB(BaseOptions(), DbDir(dir_), {}, Ro(dir_), &rep);
+  ASSERT_TRUE(s.ok()) << s.ToString();
+  EXPECT_EQ(rep.lists_already_recovered, 0u);
+  rocksdb::DB* db = OpenStock(DbDir(dir_));
+  ASSERT_NE(db, nullptr);
+  EXPECT_EQ(Get(db, "c"), "c") << "an acknowledged write was dropped";
+  EXPECT_EQ(Get(db, "b"), "b");
+  delete db;
+}
+
 // With the WAL on and wal_logged unset, a Close that does not flush keeps
 // the memtables (the pool cannot tell WAL-logged writes from WAL-less
 // ones): the next open asks for recovery, which is exact. With wal_logged
