@@ -616,17 +616,10 @@ TEST_F(OperationsTest, PlainFactoryWritesGoOnAfterSetOptionsRaisesWriteBuffer) {
   ASSERT_TRUE(rocksdb::DB::Open(o, DbDir(dir_), &db).ok());
   ASSERT_TRUE(db->SetOptions({{"write_buffer_size", "1073741824"}}).ok());
   std::atomic<bool> done{false};
-  std::thread watchdog([&] {
-    for (int i = 0; i < 120000 && !done.load(); i++) {
-      std::this_thread::sleep_for(std::chrono::milliseconds(1));
-    }
-    if (!done.load()) {
-      // The writer waits forever: no way to join it or close the DB.
-      std::fprintf(stderr,
-                   "FAILED: writes still wait 120 s after SetOptions raised "
-                   "write_buffer_size past the pool\n");
-      std::_Exit(1);
-    }
+  std::thread watchdog([&] {  // a writer waiting forever: no DB to close
+    test::ExitUnlessDoneWithin(done, std::chrono::seconds(120),
+                               "writes still wait 120 s after SetOptions "
+                               "raised write_buffer_size past the pool");
   });
   rocksdb::WriteOptions wo;
   wo.disableWAL = true;

@@ -207,17 +207,10 @@ TEST(RocksMemtableTest, FullPoolWaitGoesToInfoLogNotStderr) {
   a->MarkReadOnly();
   a->MarkFlushed();
   a.reset();  // flushed: its space returns to the pool
-  for (int i = 0; i < 60000 && !done.load(); i++) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(1));
-  }
-  if (!done.load()) {
-    // The writer waits forever: no way to join it or free `b` under it.
-    std::fprintf(stderr,
-                 "FAILED: the writer still waits 60 s after the "
-                 "flush freed the space it needs\n");
-    std::fflush(stdout);
-    std::_Exit(1);
-  }
+  // A writer that waits forever leaves no way to join it or free `b`.
+  test::ExitUnlessDoneWithin(done, std::chrono::seconds(60),
+                             "the writer still waits 60 s after the flush "
+                             "freed the space it needs");
   writer.join();
   EXPECT_GT(allocated.load(), 0);
   b->MarkReadOnly();

@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <chrono>
 #include <condition_variable>
 #include <cstdint>
 #include <cstdio>
@@ -209,6 +210,23 @@ inline std::string Printable(std::string_view s, size_t max_len = 80) {
 }
 
 // Reads a whole file ("" if it cannot be read).
+// For a test whose failure is a thread blocked forever (nothing left to
+// join or free under it): returns once `done` is set, or, if it is still
+// unset after `limit`, reports "FAILED: <what>" and exits the process.
+inline void ExitUnlessDoneWithin(const std::atomic<bool>& done,
+                                 std::chrono::milliseconds limit,
+                                 const char* what) {
+  const auto end = std::chrono::steady_clock::now() + limit;
+  while (!done.load() && std::chrono::steady_clock::now() < end) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  if (!done.load()) {
+    std::fprintf(stderr, "FAILED: %s\n", what);
+    std::fflush(stdout);
+    std::_Exit(1);
+  }
+}
+
 inline std::string ReadFile(const std::string& path) {
   std::string out;
   FILE* f = std::fopen(path.c_str(), "rb");
