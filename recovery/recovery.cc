@@ -95,8 +95,7 @@ std::string ReadRecordFile(rocksdb::DB* db) {
   return data;
 }
 
-std::set<std::string> ReadRecoveredLists(rocksdb::DB* db) {
-  const std::string data = ReadRecordFile(db);
+std::set<std::string> RecordedLines(const std::string& data) {
   std::set<std::string> lines;
   for (size_t at = 0, nl; (nl = data.find('\n', at)) != std::string::npos;
        at = nl + 1) {
@@ -105,16 +104,17 @@ std::set<std::string> ReadRecoveredLists(rocksdb::DB* db) {
   return lines;
 }
 
-// Adds the lines, durably, before the lists are dropped from the pool: the
-// whole file is rewritten under a temporary name, synced, renamed over the
-// old one and the directory synced (plain Env calls every FileSystem has).
-rocksdb::Status RecordRecoveredLists(rocksdb::DB* db, const std::string& add) {
+// Writes the file's new content, durably, before the lists are dropped from
+// the pool: under a temporary name, synced, renamed over the old one and the
+// directory synced (plain Env calls every FileSystem has).
+rocksdb::Status RecordRecoveredLists(rocksdb::DB* db,
+                                     const std::string& content) {
   rocksdb::Env* env = db->GetEnv();
   const std::string path = db->GetName() + kRecoveredListsFile;
   const std::string tmp = path + ".tmp";
   std::unique_ptr<rocksdb::WritableFile> f;
   rocksdb::Status s = env->NewWritableFile(tmp, &f, rocksdb::EnvOptions());
-  if (s.ok()) s = f->Append(ReadRecordFile(db) + add);
+  if (s.ok()) s = f->Append(content);
   if (s.ok()) s = f->Sync();
   if (s.ok()) s = f->Close();
   if (s.ok()) s = env->RenameFile(tmp, path);
@@ -478,8 +478,9 @@ rocksdb::Status RecoverInto(
   r->watermark = wm.published();
 
   if (wm.reset_pending() && wm.reset_seq() > db->GetLatestSequenceNumber()) {
-    // R is the last sequence number after a recovery's flush, so this DB,
-    // if it is the one that recovery flushed, has reached it. It has not:
+    // R is the newest sequence number in the DB's files after a recovery's
+    // flush, so this DB, if it is the one that recovery flushed, has
+    // reached it. It has not:
     // the record is damaged (one flipped bit made every list "already
     // flushed") or the DB is older than that recovery (restored).
     if (!o.allow_older_db) {
@@ -531,8 +532,10 @@ rocksdb::Status RecoverInto(
   Triage(pool, &lists, o, r);
   // After Triage, which drops the copies an interrupted recovery left by
   // comparing them with the originals.
+  std::string recorded;  // the DB's record file, read once
   if (!lists.empty()) {
-    const std::set<std::string> done = ReadRecoveredLists(db);
+    recorded = ReadRecordFile(db);
+    const std::set<std::string> done = RecordedLines(recorded);
     std::vector<pmem::ListRoot*> left;
     for (pmem::ListRoot* l : lists) {
       if (done.count(RecordLine(pool, l)) == 0) {
@@ -647,12 +650,11 @@ rocksdb::Status RecoverInto(
     rocksdb::Status s = db->Flush(fo, handles);
     if (!s.ok()) return fail(s);
     FLINTKV_TEST_CRASH_POINT("recovery_after_flush");
-    std::string record;
-    for (const ListPlan& p : plans) {
-      record += RecordLine(pool, p.list);
+    if (!plans.empty()) {  // nothing to add for dropped column families
+      for (const ListPlan& p : plans) recorded += RecordLine(pool, p.list);
+      s = RecordRecoveredLists(db, recorded);
+      if (!s.ok()) return fail(s);
     }
-    s = RecordRecoveredLists(db, record);
-    if (!s.ok()) return fail(s);
     FLINTKV_TEST_CRASH_POINT("recovery_after_record");
     // The replayed data is in SST files and the MANIFEST (Flush waits for
     // the install). Record that before dropping anything, so that a crash

@@ -217,7 +217,7 @@ class FlintKVFactory : public rocksdb::MemTableRepFactory {
           "flintkv: latency_model must be 'off' or 'optane', not '" +
           options_.latency_model + "'");
     }
-    if (options_.pool_size < kMinPoolSize) {  // checked before any pool
+    if (options_.pool_size < PMEMOBJ_MIN_POOL) {  // checked before any pool
       return rocksdb::Status::InvalidArgument(
           "flintkv: pool_size must be at least 8M (libpmemobj's smallest "
           "pool), not " +
@@ -249,8 +249,6 @@ class FlintKVFactory : public rocksdb::MemTableRepFactory {
   }
 
  private:
-  static constexpr uint64_t kMinPoolSize = 8ull << 20;  // PMEMOBJ_MIN_POOL
-
   MemTableOptions options_;
   LifeOptions life_;
   mutable std::mutex open_mu_;
