@@ -65,7 +65,11 @@ constexpr char kLayoutName[] = "flintkv";
 constexpr uint64_t kPoolMagic = 0x314c4f4f50544e46ull;   // "FNTPOOL1"
 constexpr uint64_t kListMagic = 0x3154534c54544e46ull;   // "FNTTLST1"
 constexpr uint64_t kChunkMagic = 0x314b4e4843544e46ull;  // "FNTCHNK1"
-constexpr uint32_t kFormatVersion = 1;
+// Version 2: state words carry a check (CheckedWord). Version 1 pools are
+// read (their bare words are accepted unchecked) and marked 2 at the first
+// open, so a build that reads only version 1 refuses them by name.
+constexpr uint32_t kFormatVersion = 2;
+constexpr uint32_t kOldestFormatVersion = 1;
 
 constexpr uint64_t kTypeList = 1;
 constexpr uint64_t kTypeChunk = 2;
@@ -124,6 +128,35 @@ struct NvmNode {
 };
 static_assert(sizeof(NvmNode) == 32, "NvmNode header is part of the format");
 
+// A small enumerated value (0-255) stored in a 32-bit word with a 16-bit
+// check of the value in the upper half, so that one flipped bit is found
+// instead of read as another value (a list that reads "retired" is freed at
+// open). A word whose upper 24 bits are zero is a bare value written by
+// format version 1: accepted, unchecked. One flip cannot turn a checked
+// word into a bare one (the check always has two bits set); `salt` keeps
+// the words of different fields apart. The whole word is one aligned
+// store, so a crash leaves the old word or the new one.
+inline uint32_t WordCheck(uint32_t value, uint32_t salt) {
+  uint64_t h = (uint64_t{value} << 32 | salt) * 0x9e3779b97f4a7c15ull;
+  h ^= h >> 29;
+  h *= 0xbf58476d1ce4e5b9ull;
+  h ^= h >> 32;
+  return (static_cast<uint32_t>(h) & 0xffffu) | 0x8001u;
+}
+inline uint32_t CheckedWord(uint32_t value, uint32_t salt) {
+  return (value & 0xffu) | WordCheck(value & 0xffu, salt) << 16;
+}
+// False if the word is damaged; *value is then left unchanged.
+inline bool DecodeCheckedWord(uint32_t word, uint32_t salt, uint32_t* value) {
+  const uint32_t v = word & 0xffu;
+  if ((word >> 8) != 0 &&
+      ((word & 0xff00u) != 0 || (word >> 16) != WordCheck(v, salt))) {
+    return false;
+  }
+  *value = v;
+  return true;
+}
+
 enum ListKind : uint32_t { kListStandalone = 1, kListMemtable = 2 };
 enum ListState : uint32_t {
   kListActive = 1,   // may take writes
@@ -137,8 +170,8 @@ struct alignas(kCacheLine) ListRoot {
   // Line 0: identity (written once at creation, then state transitions).
   uint64_t magic;
   uint64_t list_id;
-  uint32_t kind;   // ListKind
-  uint32_t state;  // ListState
+  uint32_t kind;        // ListKind
+  uint32_t state_word;  // ListState as CheckedWord(state, kStateSalt)
   uint64_t reserved0[5];
   // Line 1: WRITEBATCH commit record (Algorithm 4, P3).
   alignas(kCacheLine) uint64_t commit_version;
@@ -158,6 +191,25 @@ static_assert(sizeof(ListRoot) == 5 * kCacheLine, "ListRoot is a format");
 static_assert(offsetof(ListRoot, durable_cut) ==
                   offsetof(ListRoot, commit_version) + 16,
               "durable_cut shares the batch record line (sim labels)");
+
+constexpr uint32_t kStateSalt = 0x45544154;  // "TATE"
+
+// The list's state, or false if its word is damaged (Pool::Open repairs
+// such a word before any other code reads it, see Pool::CheckObjects).
+inline bool DecodeListState(const ListRoot& l, ListState* state) {
+  uint32_t v = 0;
+  if (!DecodeCheckedWord(l.state_word, kStateSalt, &v) || v < kListActive ||
+      v > kListRetired) {
+    return false;
+  }
+  *state = static_cast<ListState>(v);
+  return true;
+}
+inline ListState StateOf(const ListRoot& l) {
+  ListState s = kListSealed;  // unreachable after Pool::Open's check
+  DecodeListState(l, &s);
+  return s;
+}
 
 struct alignas(kCacheLine) ChunkHeader {
   uint64_t magic;

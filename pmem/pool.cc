@@ -12,6 +12,7 @@ extern char** environ;
 
 #include <algorithm>
 #include <cerrno>
+#include <cstdio>
 #include <cstring>
 #include <mutex>
 #include <vector>
@@ -138,7 +139,7 @@ int ListCtor(PMEMobjpool* pop, void* ptr, void* arg) {
   l->magic = kListMagic;
   l->list_id = a->list_id;
   l->kind = a->kind;
-  l->state = kListActive;
+  l->state_word = CheckedWord(kListActive, kStateSalt);
   l->head.check = NvmNode::HeaderCheck(0, 0, 0);
   if (a->user_len) std::memcpy(l->user, a->user, a->user_len);
   pmemobj_persist(pop, l, sizeof(*l));  // P8: complete before it is published
@@ -273,12 +274,23 @@ Status Pool::Init(const PoolOptions& o) {
   if (root_->magic != kPoolMagic) {
     return Status::Corruption(path_ + ": bad pool magic");
   }
+  if (root_->format_version < kOldestFormatVersion ||
+      root_->format_version > kFormatVersion) {
+    return Status::InvalidArgument(
+        path_ + ": pool format version " +
+        std::to_string(root_->format_version) +
+        " is not supported (this build reads versions " +
+        std::to_string(kOldestFormatVersion) + " to " +
+        std::to_string(kFormatVersion) +
+        "); open it with the FlintKV release that wrote it");
+  }
   if (root_->format_version != kFormatVersion) {
-    return Status::InvalidArgument(path_ + ": pool format version " +
-                                   std::to_string(root_->format_version) +
-                                   " is not supported (this "
-                                   "build reads version " +
-                                   std::to_string(kFormatVersion) + ")");
+    // Version 1 differs only in writing bare state words, which this build
+    // reads; from now on checked words are written, so an older build must
+    // refuse the pool by its version rather than misread them.
+    root_->format_version = kFormatVersion;
+    pmemobj_persist(pop_, &root_->format_version,
+                    sizeof(root_->format_version));
   }
   Status s = CheckObjects();
   if (!s.ok()) return s;
@@ -307,7 +319,6 @@ Status Pool::CheckObjects() {
       auto* l = reinterpret_cast<ListRoot*>(p);
       if (usable < sizeof(ListRoot) + kAlignSlack || l->magic != kListMagic ||
           (l->kind != kListStandalone && l->kind != kListMemtable) ||
-          l->state < kListActive || l->state > kListRetired ||
           !l->head.HeaderValid()) {
         return Status::Corruption(path_ + ": list object at offset " +
                                   std::to_string(oid.off) + " is corrupt");
@@ -315,7 +326,26 @@ Status Pool::CheckObjects() {
       if (l->list_id >= root_->next_list_id) {
         return Status::Corruption(path_ + ": list id out of range");
       }
-      if (l->state == kListRetired) {
+      ListState state;
+      if (!DecodeListState(*l, &state)) {
+        // A damaged state word is never taken for "retired" (that would free
+        // the list): the list is kept as unflushed, the one reading that
+        // loses nothing. A RocksDB recovery then replays it, and its presence
+        // checks skip what a flush already put in SST files, as after a crash
+        // between a flush and the retirement.
+        state = l->kind == kListMemtable ? kListSealed : kListActive;
+        char word[16];
+        std::snprintf(word, sizeof(word), "0x%08x", l->state_word);
+        repairs_.push_back(
+            "list " + std::to_string(l->list_id) + ": state word " + word +
+            " fails its check (a flipped bit?); kept as " +
+            (state == kListSealed ? "sealed (unflushed)" : "active") +
+            ", never freed as retired");
+        Log("flintkv: pool " + path_ + ": " + repairs_.back());
+        l->state_word = CheckedWord(state, kStateSalt);
+        pmemobj_persist(pop_, &l->state_word, sizeof(l->state_word));
+      }
+      if (state == kListRetired) {
         retired.push_back(oid);
       } else {
         live_lists.push_back(l->list_id);
@@ -415,7 +445,7 @@ std::vector<ListRoot*> Pool::Lists() const {
   POBJ_FOREACH(pop_, oid) {
     if (pmemobj_type_num(oid) != kTypeList) continue;
     auto* l = reinterpret_cast<ListRoot*>(AlignUp(pmemobj_direct(oid)));
-    if (l->state != kListRetired) lists.push_back(l);
+    if (StateOf(*l) != kListRetired) lists.push_back(l);
   }
   std::sort(lists.begin(), lists.end(),
             [](ListRoot* a, ListRoot* b) { return a->list_id < b->list_id; });
@@ -440,9 +470,9 @@ std::vector<ChunkInfo> Pool::ChunksOf(uint64_t list_id) const {
 }
 
 void Pool::SetListState(ListRoot* list, ListState state) {
-  list->state = state;
+  list->state_word = CheckedWord(state, kStateSalt);
   // P6: Retired is durable before any space is freed or a reader trusts it.
-  pmemobj_persist(pop_, &list->state, sizeof(list->state));
+  pmemobj_persist(pop_, &list->state_word, sizeof(list->state_word));
 }
 
 void Pool::DropList(ListRoot* list) {

@@ -77,6 +77,9 @@ class Pool : public Region {
   // libpmemobj's pool id (the low half of its UUID, made at creation): the
   // same for a byte copy of the pool file, different for any other pool.
   uint64_t pool_uuid_lo() const;
+  // What Open repaired, one line each (a damaged list state word, kept as
+  // unflushed): `flintkv_tool verify` reports these as damage.
+  const std::vector<std::string>& open_repairs() const { return repairs_; }
 
  private:
   Pool() = default;
@@ -94,6 +97,7 @@ class Pool : public Region {
   bool arena_warned_ = false;      // under EnumMutex
   uint64_t reserve_bytes_ = 0;
   std::atomic<uint64_t> used_bytes_{0};
+  std::vector<std::string> repairs_;  // written by Open only
   std::function<void(const std::string&)> info_log_;
 };
 

@@ -78,7 +78,7 @@ SimRegion::SimRegion(uint64_t size, uint64_t chunk_size)
   l->magic = kListMagic;
   l->list_id = 1;
   l->kind = kListStandalone;
-  l->state = kListActive;
+  l->state_word = CheckedWord(kListActive, kStateSalt);
   l->head.check = NvmNode::HeaderCheck(0, 0, 0);
   used_.store(kFirstChunk);
 }

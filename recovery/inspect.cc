@@ -227,7 +227,10 @@ rocksdb::Status InspectPool(const std::string& pool_dir, PoolSummary* out,
   out->bytes_in_use = pool->BytesInUse();
   out->watermark_enabled = wm.enabled();
   out->watermark = wm.published();
-  std::string first_error;
+  // Damage the pool's open repaired (a list state word failing its check,
+  // kept as unflushed) is damage found: verify fails on it.
+  std::string first_error =
+      pool->open_repairs().empty() ? "" : pool->open_repairs().front();
   const std::set<uint64_t> left = h->LeftoverIds();
   // Nothing named: RocksDB's default comparator, trusted only if it fits.
   bool assume_bytewise = !options.comparator &&
@@ -238,7 +241,7 @@ rocksdb::Status InspectPool(const std::string& pool_dir, PoolSummary* out,
     ListSummary ls;
     ls.list_id = l->list_id;
     ls.kind = l->kind;
-    ls.state = l->state;
+    ls.state = pmem::StateOf(*l);
     ls.batch_mode = l->batch_mode != 0;
     ls.commit_version = l->commit_version;
     ls.leftover = left.count(l->list_id) != 0;
@@ -247,6 +250,9 @@ rocksdb::Status InspectPool(const std::string& pool_dir, PoolSummary* out,
       const rocks::MemtableMeta* m = rocks::MetaOf(l);
       if (m->magic != rocks::kMemtableMetaMagic) {
         ls.error = "memtable list without a valid MemtableMeta";
+      } else if (*rocks::MetaDamage(*m)) {
+        ls.error =
+            std::string("memtable metadata damaged: ") + rocks::MetaDamage(*m);
       }
       ls.column_family_id = m->column_family_id;
       ls.created_micros = m->created_micros;

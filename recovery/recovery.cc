@@ -53,7 +53,7 @@ void Log(const RecoveryOptions& o, const std::string& line) {
 
 void PersistMeta(pmem::ListRoot* l, uint32_t state) {
   rocks::MemtableMeta* m = rocks::MutableMetaOf(l);
-  m->recovery_state = state;
+  m->recovery_state = pmem::CheckedWord(state, rocks::kRecoveryStateSalt);
   // A list is marked before any replayed write, so that the lists a crashed
   // recovery created (its copies) are told apart from the originals.
   pmem::PmemPersist::Persist(&m->recovery_state, sizeof(m->recovery_state));
@@ -167,7 +167,7 @@ void Triage(pmem::Pool* pool, std::vector<pmem::ListRoot*>* lists,
             const RecoveryOptions& o, RecoveryReport* r) {
   uint64_t max_pending_id = 0;
   for (pmem::ListRoot* l : *lists) {
-    if (rocks::MetaOf(l)->recovery_state == rocks::kReplayPending) {
+    if (rocks::ReplayPending(*rocks::MetaOf(l))) {
       max_pending_id = std::max(max_pending_id, l->list_id);
     }
   }
@@ -176,7 +176,7 @@ void Triage(pmem::Pool* pool, std::vector<pmem::ListRoot*>* lists,
     const rocks::MemtableMeta* meta = rocks::MetaOf(l);
     bool valid = l->kind == pmem::kListMemtable &&
                  meta->magic == rocks::kMemtableMetaMagic;
-    if (valid && meta->recovery_state != rocks::kReplayPending) {
+    if (valid && !rocks::ReplayPending(*meta)) {
       if (max_pending_id && l->list_id > max_pending_id) {
         Log(o, "flintkv: list " + std::to_string(l->list_id) +
                    " holds copies made by an interrupted recovery: dropped");

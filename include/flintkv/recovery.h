@@ -213,9 +213,11 @@ struct InspectOptions {
 // a list that is not bytewise-sorted gets a note, not an error.
 // A comparator that cannot be had leaves that list's order unchecked (note).
 
-// Opens the pool read-mostly (opening frees lists retired before a crash)
-// and walks every list with the validated walker. A structural problem is
-// reported in ListSummary::error and makes the status Corruption.
+// Opens the pool read-mostly (opening frees lists retired before a crash,
+// and keeps a list whose state word is damaged as unflushed) and walks every
+// list with the validated walker. A structural problem is reported in
+// ListSummary::error and makes the status Corruption, as does a state word
+// the open repaired.
 rocksdb::Status InspectPool(const std::string& pool_dir, PoolSummary* out,
                             const InspectOptions& options = InspectOptions());
 

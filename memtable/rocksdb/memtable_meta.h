@@ -22,7 +22,9 @@ constexpr int kMaxCopySpans = 4;
 struct MemtableMeta {
   uint64_t magic;
   uint32_t column_family_id;
-  uint32_t recovery_state;  // 0, or kReplayPending (set by flintkv recovery)
+  // 0, or kReplayPending (set by flintkv recovery), as a pmem::CheckedWord
+  // (salt kRecoveryStateSalt); bare in lists of pool format 1.
+  uint32_t recovery_state;
   uint64_t created_micros;  // wall clock, for `flintkv_tool inspect`
   // P11: each recovery that replays this list gives its copies sequence
   // numbers in one span (first, last], stored as first + 1, last + 1 in the
@@ -45,10 +47,55 @@ struct MemtableMeta {
   // has a last sequence at least this large (0: none known, or a list older
   // than the field). See FlintRep::min_seq_.
   uint64_t flushed_floor;
-  uint64_t reserved[1];
+  // MetaCheck of the fields fixed at creation (magic, column family, time,
+  // incarnation, family, DB identity hash); 0 in lists of pool format 1,
+  // which are not checked. A flipped bit there would replay the list into
+  // another column family, discard it as a dropped family's, or leave it
+  // as another DB's.
+  uint64_t check;
 };
 static_assert(sizeof(MemtableMeta) <= sizeof(pmem::ListRoot::user),
               "MemtableMeta must fit the user area");
+
+constexpr uint32_t kRecoveryStateSalt = 0x59524345;  // "ECRY"
+
+inline uint64_t MetaCheck(const MemtableMeta& m) {
+  uint64_t h = 0x46544e4d45544143ull;
+  for (uint64_t w : {m.magic, uint64_t{m.column_family_id}, m.created_micros,
+                     m.incarnation, m.family, m.db_id_hash}) {
+    h = (h ^ w) * 0x9e3779b97f4a7c15ull;
+    h ^= h >> 31;
+  }
+  return h | 0x8000000000000001ull;  // never 0, nor 0 after one flip
+}
+
+// Completes a new list's meta: recovery mark clear, check set.
+inline void SealMeta(MemtableMeta* m) {
+  m->recovery_state = pmem::CheckedWord(0, kRecoveryStateSalt);
+  m->check = MetaCheck(*m);
+}
+
+// "" if the meta is intact (or from pool format 1, unchecked), else what is
+// damaged.
+inline const char* MetaDamage(const MemtableMeta& m) {
+  uint32_t state = 0;
+  if (!pmem::DecodeCheckedWord(m.recovery_state, kRecoveryStateSalt, &state) ||
+      state > kReplayPending) {
+    return "its recovery mark fails its check";
+  }
+  if (m.check != 0 && m.check != MetaCheck(m)) {
+    return "its column family, creation time or DB life fail their check";
+  }
+  return "";
+}
+
+// Whether a recovery marked the list (after MetaDamage found nothing).
+inline bool ReplayPending(const MemtableMeta& m) {
+  uint32_t state = 0;
+  return pmem::DecodeCheckedWord(m.recovery_state, kRecoveryStateSalt,
+                                 &state) &&
+         state == kReplayPending;
+}
 
 inline const MemtableMeta* MetaOf(const pmem::ListRoot* root) {
   return reinterpret_cast<const MemtableMeta*>(root->user);

@@ -308,12 +308,13 @@ MemtableMeta PoolSession::NewListMeta(uint32_t column_family_id,
   }
   if (!life) {  // a read-only or secondary instance (S1): never recovered
     meta.incarnation = kUnownedIncarnation;
-    return meta;
+  } else {
+    meta.incarnation = life->incarnation;
+    meta.family = life->family;
+    meta.db_id_hash = life->db_id_hash;
+    meta.flushed_floor = life->flushed_floor;
   }
-  meta.incarnation = life->incarnation;
-  meta.family = life->family;
-  meta.db_id_hash = life->db_id_hash;
-  meta.flushed_floor = life->flushed_floor;
+  SealMeta(&meta);
   return meta;
 }
 
@@ -405,6 +406,23 @@ Status PoolSession::Claim(const DbBinding& b, bool wrapper) {
     if (leftovers_.count(l->list_id)) meta[l->list_id] = MetaOf(l);
   }
   const std::string path = pool_->path();
+  for (auto& [id, m] : meta) {
+    const char* damage = MetaDamage(*m);
+    if (*damage == 0) continue;
+    // Every decision below (whose list, which column family, already
+    // replayed) reads these fields: a damaged one would drop the list's
+    // writes, cross them into another column family or leave them behind,
+    // silently.
+    return Status::Corruption(
+        "flintkv: pool " + path + ": unflushed memtable list " +
+        std::to_string(id) + ": " + damage +
+        " (a flipped bit?), so where its writes belong cannot be trusted. "
+        "Nothing was changed. `flintkv_tool verify --pool_dir=" +
+        pool_dir_ +
+        "` reports it; restore the pool from a copy taken before the damage "
+        "(then recover), or move the pool away to open the DB without the "
+        "pool's unflushed writes");
+  }
   if (!meta.empty() && !b.options_flintkv && !b.allow_foreign_open) {
     return Status::InvalidArgument(
         "flintkv: pool " + path + " holds " + std::to_string(meta.size()) +

@@ -90,7 +90,7 @@ TEST_F(PoolTest, CreateListsAndChunksThenReopen) {
     EXPECT_EQ(a->magic, kListMagic);
     EXPECT_EQ(a->kind, kListStandalone);
     EXPECT_EQ(b->kind, kListMemtable);
-    EXPECT_EQ(a->state, kListActive);
+    EXPECT_EQ(StateOf(*a), kListActive);
     EXPECT_EQ(a->head.next, 0u);
     EXPECT_EQ(a->batch_mode, 0u);
     EXPECT_EQ(a->commit_version, 0u);
@@ -298,7 +298,119 @@ TEST_F(PoolTest, ListStatePersists) {
   ASSERT_NE(pool, nullptr);
   ASSERT_EQ(pool->Lists().size(), 1u);
   EXPECT_EQ(pool->Lists()[0]->list_id, id);
-  EXPECT_EQ(pool->Lists()[0]->state, kListSealed);
+  EXPECT_EQ(StateOf(*pool->Lists()[0]), kListSealed);
+}
+
+// Every one-bit flip of a state word is found, whatever the state: one flip
+// of a bare word turned "active" or "sealed" into "retired", and the list
+// was freed at the next open.
+TEST_F(PoolTest, EveryOneBitFlipOfAStateWordIsFound) {
+  for (ListState st : {kListActive, kListSealed, kListRetired}) {
+    ListRoot l{};
+    l.state_word = CheckedWord(st, kStateSalt);
+    ListState got;
+    ASSERT_TRUE(DecodeListState(l, &got));
+    EXPECT_EQ(got, st);
+    for (int bit = 0; bit < 32; bit++) {
+      l.state_word = CheckedWord(st, kStateSalt) ^ (1u << bit);
+      EXPECT_FALSE(DecodeListState(l, &got)) << st << " bit " << bit;
+    }
+  }
+}
+
+// A damaged state word is never read as "retired": the list and its chunks
+// survive the open, as unflushed (memtable) or active (standalone), and the
+// open says so. The same flip on the bare word of format 1 freed the list.
+TEST_F(PoolTest, DamagedStateWordKeepsTheListAndSaysSo) {
+  uint64_t ids[2];
+  {
+    std::unique_ptr<Pool> pool = OpenPool();
+    ASSERT_NE(pool, nullptr);
+    int i = 0;
+    for (ListKind kind : {kListMemtable, kListStandalone}) {
+      ListRoot* l;
+      ASSERT_TRUE(pool->CreateList(kind, &l).ok());
+      char* begin;
+      size_t len;
+      ASSERT_TRUE(pool->NewChunk(l->list_id, 1024, ChunkFit::kAtLeast, false,
+                                 &begin, &len)
+                      .ok());
+      Fill(begin, 1024, static_cast<char>(i));
+      ids[i++] = l->list_id;
+      // Active (1) with bit 1 flipped reads 3, "retired".
+      l->state_word ^= 2;
+      pmemobj_persist(pmemobj_pool_by_ptr(l), &l->state_word, 4);
+    }
+  }
+  log_.clear();
+  std::unique_ptr<Pool> pool = OpenPool();
+  ASSERT_NE(pool, nullptr);
+  std::vector<ListRoot*> lists = pool->Lists();
+  ASSERT_EQ(lists.size(), 2u);
+  EXPECT_EQ(StateOf(*lists[0]), kListSealed);
+  EXPECT_EQ(StateOf(*lists[1]), kListActive);
+  for (int i = 0; i < 2; i++) {
+    EXPECT_EQ(lists[i]->list_id, ids[i]);
+    std::vector<ChunkInfo> chunks = pool->ChunksOf(ids[i]);
+    ASSERT_EQ(chunks.size(), 1u);
+    EXPECT_TRUE(Check(pool->FromOffset<char>(chunks[0].offset), 1024,
+                      static_cast<char>(i)));
+  }
+  ASSERT_EQ(pool->open_repairs().size(), 2u);
+  EXPECT_NE(pool->open_repairs()[0].find("list " + std::to_string(ids[0]) +
+                                         ": state word"),
+            std::string::npos)
+      << pool->open_repairs()[0];
+  bool logged = false;
+  for (const std::string& m : log_) {
+    logged |= m.find("fails its check") != std::string::npos;
+  }
+  EXPECT_TRUE(logged);
+  // Repaired once: the next open finds nothing.
+  pool.reset();
+  pool = OpenPool();
+  ASSERT_NE(pool, nullptr);
+  EXPECT_TRUE(pool->open_repairs().empty());
+}
+
+// A pool of format 1 (bare state words) is read, and marked 2 so that a
+// build reading only format 1 refuses it by its version; an unknown version
+// is refused by name.
+TEST_F(PoolTest, FormatOnePoolIsReadAndMarkedTwo) {
+  auto root_of = [](Pool* p) {
+    return reinterpret_cast<PoolRoot*>(
+        reinterpret_cast<char*>(p->root_user_words()) -
+        offsetof(PoolRoot, user));
+  };
+  {
+    std::unique_ptr<Pool> pool = OpenPool();
+    ASSERT_NE(pool, nullptr);
+    ListRoot* l;
+    ASSERT_TRUE(pool->CreateList(kListMemtable, &l).ok());
+    l->state_word = kListSealed;  // as format 1 wrote it
+    PoolRoot* r = root_of(pool.get());
+    EXPECT_EQ(r->format_version, kFormatVersion);
+    r->format_version = 1;
+    pmemobj_persist(pmemobj_pool_by_ptr(r), r, sizeof(*r));
+    pmemobj_persist(pmemobj_pool_by_ptr(l), l, sizeof(*l));
+  }
+  {
+    std::unique_ptr<Pool> pool = OpenPool();
+    ASSERT_NE(pool, nullptr);
+    ASSERT_EQ(pool->Lists().size(), 1u);
+    EXPECT_EQ(StateOf(*pool->Lists()[0]), kListSealed);
+    EXPECT_TRUE(pool->open_repairs().empty());
+    PoolRoot* r = root_of(pool.get());
+    EXPECT_EQ(r->format_version, 2u);
+    r->format_version = kFormatVersion + 1;
+    pmemobj_persist(pmemobj_pool_by_ptr(r), r, sizeof(*r));
+  }
+  std::unique_ptr<Pool> p;
+  Status s = Pool::Open(Options(), &p);
+  EXPECT_TRUE(s.IsInvalidArgument()) << s.ToString();
+  EXPECT_NE(s.ToString().find("format version 3 is not supported"),
+            std::string::npos)
+      << s.ToString();
 }
 
 TEST_F(PoolTest, FullPoolReturnsNoSpace) {

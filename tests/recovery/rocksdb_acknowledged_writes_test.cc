@@ -41,6 +41,7 @@ using test::PoolDir;
 using test::Register;
 using test::Ro;
 using test::RunChild;
+using test::TwoUnflushedMemtables;
 
 // A comparator with 8-byte user-defined timestamps (none is public in 7.8.3).
 class TsComparator : public rocksdb::Comparator {
@@ -242,35 +243,6 @@ Register r14("flush_two_memtables", [](const std::string& d) {
   db->Flush(rocksdb::FlushOptions());
   std::abort();  // the crash point must have fired
 });
-
-// Opens a plain-factory DB whose immutable memtable stays unflushed, puts
-// Key(i) = "v<key>" until one memtable switched, then `extra` more and
-// "count" = the number of keys; returns the DB (a child then dies).
-rocksdb::DB* TwoUnflushedMemtables(
-    const std::string& d, int extra,
-    const std::function<void(rocksdb::DB*)>& before = nullptr) {
-  rocksdb::Options o = PlainOptions(d);
-  o.write_buffer_size = 1 << 20;
-  o.min_write_buffer_number_to_merge = 2;  // the immutable one stays
-  o.max_write_buffer_number = 4;
-  rocksdb::DB* db;
-  Check(rocksdb::DB::Open(o, DbDir(d), &db), "open");
-  if (before) before(db);
-  rocksdb::WriteOptions wo;
-  wo.disableWAL = true;
-  uint64_t n = 0;
-  int i = 0;
-  for (; n == 0 && i < 1000000; i++) {  // until the memtable switches
-    Check(db->Put(wo, Key(i), "v" + Key(i)), "put");
-    db->GetIntProperty("rocksdb.num-immutable-mem-table", &n);
-  }
-  if (n != 1) std::abort();
-  for (int end = i + extra; i < end; i++) {
-    Check(db->Put(wo, Key(i), "v" + Key(i)), "put");
-  }
-  Check(db->Put(wo, "count", std::to_string(i)), "put");
-  return db;
-}
 
 // Two unflushed memtables (an immutable one and the active one), crash.
 Register r16("two_unflushed_memtables", [](const std::string& d) {

@@ -653,8 +653,8 @@ void RunThreads(const Config& cfg, const std::string& tag, int steps,
         uint64_t b = 0;
         for (auto& c : chunks) b += c.len;
         std::fprintf(stderr, "  list %llu state %u chunks %zu bytes %llu\n",
-                     (unsigned long long)l->list_id, l->state, chunks.size(),
-                     (unsigned long long)b);
+                     (unsigned long long)l->list_id, pmem::StateOf(*l),
+                     chunks.size(), (unsigned long long)b);
       }
     });
     std::vector<std::thread> threads;
