@@ -506,6 +506,29 @@ void Pool::DropList(ListRoot* list) {
 
 uint64_t Pool::pool_uuid_lo() const { return pmemobj_oid(root_).pool_uuid_lo; }
 
+bool Pool::HasRoomForChunk(size_t min_len) {
+  const uint64_t usable = ChunkUsable(min_len, ChunkFit::kExact);
+  pobj_action act;
+  std::lock_guard<std::mutex> g(EnumMutex());
+  UseSharedArena();  // the arena NewChunk uses
+  PMEMoid oid = pmemobj_reserve(pop_, &act, usable + kChunkOverhead, 0);
+  if (OID_IS_NULL(oid)) return false;
+  pmemobj_cancel(pop_, &act, 1);
+  return true;
+}
+
+uint64_t Pool::ChunkBytesOutside(uint64_t list_id) const {
+  std::lock_guard<std::mutex> g(EnumMutex());
+  uint64_t total = 0;
+  PMEMoid oid;
+  POBJ_FOREACH(pop_, oid) {
+    if (pmemobj_type_num(oid) != kTypeChunk) continue;
+    auto* h = reinterpret_cast<ChunkHeader*>(AlignUp(pmemobj_direct(oid)));
+    if (h->list_id != list_id) total += pmemobj_alloc_usable_size(oid);
+  }
+  return total;
+}
+
 uint64_t Pool::BytesInUse() const {
   std::lock_guard<std::mutex> g(EnumMutex());
   uint64_t total = 0;
@@ -514,14 +537,13 @@ uint64_t Pool::BytesInUse() const {
   return total;
 }
 
-Status Pool::NewChunk(uint64_t list_id, size_t min_len, ChunkFit fit,
-                      bool use_reserve, char** begin, size_t* len) {
-  // Normal chunks fill libpmemobj's allocation units exactly; a larger
-  // request (one big node) gets what it needs. Exact ones are rounded up to
-  // whole 256 KiB units, which libpmemobj allocates anyway; below one unit
-  // they get a normal chunk: objects of odd sizes there come from
-  // per-size-class runs, and a small pool then fails them while mostly
-  // free (seen with 40 KiB requests in a 16 MiB pool).
+// Normal chunks fill libpmemobj's allocation units exactly; a larger
+// request (one big node) gets what it needs. Exact ones are rounded up to
+// whole 256 KiB units, which libpmemobj allocates anyway; below one unit
+// they get a normal chunk: objects of odd sizes there come from
+// per-size-class runs, and a small pool then fails them while mostly free
+// (seen with 40 KiB requests in a 16 MiB pool).
+uint64_t Pool::ChunkUsable(size_t min_len, ChunkFit fit) const {
   const uint64_t normal =
       chunk_size_ - kPmemobjHeaderAllowance - kChunkOverhead;
   const uint64_t overhead = kPmemobjHeaderAllowance + kChunkOverhead;
@@ -531,6 +553,12 @@ Status Pool::NewChunk(uint64_t list_id, size_t min_len, ChunkFit fit,
     usable =
         (min_len + overhead + kHugeUnit - 1) / kHugeUnit * kHugeUnit - overhead;
   }
+  return usable;
+}
+
+Status Pool::NewChunk(uint64_t list_id, size_t min_len, ChunkFit fit,
+                      bool use_reserve, char** begin, size_t* len) {
+  const uint64_t usable = ChunkUsable(min_len, fit);
   if (!use_reserve && ApproxFreeBytes() < usable + reserve_bytes_) {
     return Status::NoSpace(path_ + ": pool is full (" +
                            std::to_string(size_ >> 20) +

@@ -56,6 +56,15 @@ class Pool : public Region {
   void DropList(ListRoot* list);
   // Bytes of pool space held by chunks and lists.
   uint64_t BytesInUse() const;
+  // Whether NewChunk(list, min_len, kExact, use_reserve=true) would find
+  // its block now: libpmemobj reserves one (in DRAM only, nothing is
+  // persisted) and the reservation is cancelled. Free bytes do not tell:
+  // a chunk is one contiguous block, and libpmemobj's metadata is 3.75 MiB
+  // at every pool size, not a share of it.
+  bool HasRoomForChunk(size_t min_len);
+  // Bytes of the chunks that lists other than list_id own: what dropping
+  // every other list could free.
+  uint64_t ChunkBytesOutside(uint64_t list_id) const;
   // Pool bytes not yet handed out as chunks or lists (cheap estimate).
   uint64_t ApproxFreeBytes() const {
     uint64_t used = used_bytes_.load(std::memory_order_relaxed);
@@ -85,6 +94,7 @@ class Pool : public Region {
   Pool() = default;
   Status Init(const PoolOptions& options);
   Status CheckObjects();
+  uint64_t ChunkUsable(size_t min_len, ChunkFit fit) const;
   void UseSharedArena();  // under EnumMutex, before every allocation
   void Log(const std::string& msg) const;
 

@@ -1,5 +1,6 @@
 #include "recovery/flint_db.h"
 
+#include <algorithm>
 #include <atomic>
 #include <functional>
 #include <map>
@@ -79,44 +80,48 @@ class Gate {
 };
 
 // Column families a WriteBatch touches.
+// The column families a WriteBatch writes, and its largest memtable entry.
 class CfCollector : public rocksdb::WriteBatch::Handler {
  public:
   std::set<uint32_t> ids;
-  rocksdb::Status PutCF(uint32_t cf, const Slice&, const Slice&) override {
-    return Add(cf);
+  size_t largest = 0;  // key + value bytes of the largest entry
+  rocksdb::Status PutCF(uint32_t cf, const Slice& k, const Slice& v) override {
+    return Add(cf, k.size() + v.size());
   }
-  rocksdb::Status DeleteCF(uint32_t cf, const Slice&) override {
-    return Add(cf);
+  rocksdb::Status DeleteCF(uint32_t cf, const Slice& k) override {
+    return Add(cf, k.size());
   }
-  rocksdb::Status SingleDeleteCF(uint32_t cf, const Slice&) override {
-    return Add(cf);
+  rocksdb::Status SingleDeleteCF(uint32_t cf, const Slice& k) override {
+    return Add(cf, k.size());
   }
   rocksdb::Status DeleteRangeCF(uint32_t cf, const Slice&,
                                 const Slice&) override {
-    return Add(cf);
+    return Add(cf, 0);  // kept by RocksDB in its own table, not the pool
   }
-  rocksdb::Status MergeCF(uint32_t cf, const Slice&, const Slice&) override {
-    return Add(cf);
+  rocksdb::Status MergeCF(uint32_t cf, const Slice& k,
+                          const Slice& v) override {
+    return Add(cf, k.size() + v.size());
   }
-  rocksdb::Status PutEntityCF(uint32_t cf, const Slice&,
-                              const Slice&) override {
-    return Add(cf);
+  rocksdb::Status PutEntityCF(uint32_t cf, const Slice& k,
+                              const Slice& v) override {
+    return Add(cf, k.size() + v.size());
   }
-  rocksdb::Status PutBlobIndexCF(uint32_t cf, const Slice&,
-                                 const Slice&) override {
-    return Add(cf);
+  rocksdb::Status PutBlobIndexCF(uint32_t cf, const Slice& k,
+                                 const Slice& v) override {
+    return Add(cf, k.size() + v.size());
   }
 #if ROCKSDB_MAJOR >= 9
-  rocksdb::Status TimedPutCF(uint32_t cf, const Slice&, const Slice&,
+  rocksdb::Status TimedPutCF(uint32_t cf, const Slice& k, const Slice& v,
                              uint64_t) override {
-    return Add(cf);
+    return Add(cf, k.size() + v.size() + 8);
   }
 #endif
   void LogData(const Slice&) override {}
 
  private:
-  rocksdb::Status Add(uint32_t cf) {
+  rocksdb::Status Add(uint32_t cf, size_t bytes) {
     ids.insert(cf);
+    largest = std::max(largest, bytes);
     return rocksdb::Status::OK();
   }
 };
@@ -385,6 +390,8 @@ class FlintDB : public rocksdb::StackableDB {
   using rocksdb::StackableDB::Put;
   rocksdb::Status Put(const WriteOptions& wo, ColumnFamilyHandle* cf,
                       const Slice& k, const Slice& v) override {
+    rocksdb::Status room = RoomFor(k.size() + v.size());
+    if (!room.ok()) return room;
     Pass p(this);
     return Published(db_->Put(PoolLogged(wo), cf, k, v));
   }
@@ -403,6 +410,8 @@ class FlintDB : public rocksdb::StackableDB {
   using rocksdb::StackableDB::Merge;
   rocksdb::Status Merge(const WriteOptions& wo, ColumnFamilyHandle* cf,
                         const Slice& k, const Slice& v) override {
+    rocksdb::Status room = RoomFor(k.size() + v.size());
+    if (!room.ok()) return room;
     Pass p(this);
     return Published(db_->Merge(PoolLogged(wo), cf, k, v));
   }
@@ -410,12 +419,24 @@ class FlintDB : public rocksdb::StackableDB {
   rocksdb::Status PutEntity(const WriteOptions& wo, ColumnFamilyHandle* cf,
                             const Slice& k,
                             const rocksdb::WideColumns& columns) override {
+    size_t bytes = k.size();
+    for (const rocksdb::WideColumn& c : columns) {
+      bytes += c.name().size() + c.value().size() + 10;  // + varint lengths
+    }
+    rocksdb::Status room = RoomFor(bytes);
+    if (!room.ok()) return room;
     Pass p(this);
     return Published(db_->PutEntity(PoolLogged(wo), cf, k, columns));
   }
   rocksdb::Status Write(const WriteOptions& wo,
                         rocksdb::WriteBatch* b) override {
     if (b->HasDeleteRange()) return RangeDeleteWrite(wo, b);
+    if (!FitsNow(b->GetDataSize())) {  // its largest entry might not
+      CfCollector sum;
+      rocksdb::Status s = b->Iterate(&sum);
+      if (s.ok()) s = RoomFor(sum.largest);
+      if (!s.ok()) return s;
+    }
     Pass p(this);
     return Published(db_->Write(PoolLogged(wo), b));
   }
@@ -614,6 +635,50 @@ class FlintDB : public rocksdb::StackableDB {
   void Track(ColumnFamilyHandle* h) {
     std::lock_guard<std::mutex> g(cfs_mu_);
     cfs_.emplace(h->GetID(), h);
+  }
+
+  // Pool bytes of the node of a memtable entry of `bytes` key and value
+  // bytes, at most: RocksDB's framing (sequence and type, two varint
+  // lengths, up to 8 bytes of per-key protection) and the node header.
+  static uint64_t EntryNodeBytes(size_t bytes) {
+    return pmem::NvmNode::AllocSize(bytes + 8 + 10 + 8);
+  }
+  // An entry no larger than the pool's reserve always finds room once
+  // older memtables are flushed (the space rule at Open keeps two reserves
+  // beside the write buffers), and the memtable waits for that itself. A
+  // larger node gets a chunk of its own (NodeArena): is there one now?
+  bool FitsNow(size_t bytes) const {
+    const uint64_t need = EntryNodeBytes(bytes);
+    return need <= pool_->pool()->reserve_bytes() ||
+           pool_->pool()->HasRoomForChunk(need);
+  }
+  // A write whose largest entry does not fit in the pool's free space would
+  // wait in the memtable for space that may never come (only flushes free
+  // it, and the memtable the write is in is flushed after the write:
+  // ExplainWriteWait), and RocksDB gives a memtable no way to fail a write.
+  // So the wrapper flushes first, and refuses the write if the entry still
+  // does not fit with every memtable flushed.
+  rocksdb::Status RoomFor(size_t bytes) {
+    if (FitsNow(bytes)) return rocksdb::Status::OK();
+    std::vector<ColumnFamilyHandle*> handles{db_->DefaultColumnFamily()};
+    {
+      std::lock_guard<std::mutex> g(cfs_mu_);
+      for (auto& e : cfs_) {
+        if (e.first != 0) handles.push_back(e.second);
+      }
+    }
+    rocksdb::FlushOptions fo;
+    fo.wait = true;
+    fo.allow_write_stall = true;
+    rocksdb::Status s = db_->Flush(fo, handles);
+    if (!s.ok()) return s;
+    if (FitsNow(bytes)) return rocksdb::Status::OK();
+    return rocksdb::Status::InvalidArgument(
+        "flintkv::OpenDB: an entry of " + std::to_string(bytes) +
+        " bytes (key and value) does not fit in pool " + pool_->pool()->path() +
+        " (" + std::to_string(pool_->pool()->size() >> 20) +
+        " MiB), even with every memtable flushed: the pool has no free block "
+        "that large. Nothing was written; a larger pool_size takes it");
   }
 
   // RocksDB keeps range tombstones in its own DRAM table, never in the

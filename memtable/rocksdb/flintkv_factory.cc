@@ -185,7 +185,8 @@ class FlintKVFactory : public rocksdb::MemTableRepFactory {
       return pool_->pool()->CreateList(pmem::kListMemtable, &root, &meta,
                                        sizeof(meta));
     };
-    WaitForPoolSpace(pool_.get(), logger, "new memtable", create(), create);
+    WaitForPoolSpace(pool_.get(), logger, create(), create,
+                     [] { return WaitsForFlushes("new memtable"); });
     return new FlintRep(cmp, allocator, pool_, root, logger);
   }
 

@@ -207,6 +207,24 @@ FlintRep::~FlintRep() {
   }
 }
 
+std::string ExplainWriteWait(const pmem::Pool& pool, uint64_t list_id,
+                             size_t entry_bytes) {
+  if (pool.ChunkBytesOutside(list_id) != 0) return WaitsForFlushes("write");
+  // Only this memtable holds chunks, and it cannot be flushed while one of
+  // its writes is pending: no space will come (a single entry too large
+  // for what the pool has beside this memtable).
+  return "a write of a " + std::to_string(entry_bytes) +
+         "-byte entry waits for pool space that cannot come: no other "
+         "memtable is left to flush, and this one (" +
+         std::to_string(pool.BytesInUse() >> 10) +
+         " KiB of the pool in use) is flushed only after the write. RocksDB "
+         "gives a memtable no way to fail a write, so the writing thread "
+         "stays blocked. Acknowledged writes are safe: stop the process, "
+         "run `flintkv_tool recover`, then give the DB a pool (pool_dir, "
+         "pool_size) larger than the entry. flintkv::OpenDB refuses such a "
+         "write instead";
+}
+
 Status FlintRep::AllocateNode(size_t len, pmem::NvmNode** node) {
   Status s = list_.AllocateNode(len, node, false);
   if (s.ok()) return s;
@@ -220,8 +238,10 @@ Status FlintRep::AllocateNode(size_t len, pmem::NvmNode** node) {
     s = list_.AllocateNode(len, node, true);
     if (s.ok()) return s;
   }
-  return WaitForPoolSpace(pool_.get(), logger_, "write", s,
-                          [&] { return list_.AllocateNode(len, node, true); });
+  return WaitForPoolSpace(
+      pool_.get(), logger_, s,
+      [&] { return list_.AllocateNode(len, node, true); },
+      [&] { return ExplainWriteWait(*pool_->pool(), root_->list_id, len); });
 }
 
 rocksdb::KeyHandle FlintRep::Allocate(const size_t len, char** buf) {

@@ -41,6 +41,12 @@ class RocksKeyComparator : public memtable::KeyComparator {
   const rocksdb::MemTableRep::KeyComparator& c_;
 };
 
+// The log line of a write waiting for pool space: for flushes, or, when no
+// other list holds chunks, why the wait cannot end (the entry does not fit
+// beside its own memtable, which is flushed only after the write).
+std::string ExplainWriteWait(const pmem::Pool& pool, uint64_t list_id,
+                             size_t entry_bytes);
+
 class FlintRep : public rocksdb::MemTableRep {
  public:
   // The DRAM index in the memtable's arena (the Allocator RocksDB gives

@@ -11,6 +11,7 @@
 
 #include <chrono>
 #include <cstdio>
+#include <string>
 #include <thread>
 
 #include "flintkv/status.h"
@@ -22,26 +23,31 @@ namespace rocks {
 
 constexpr std::chrono::seconds kSpaceWaitLogInterval{10};
 
+// Why a wait is expected to end, for the log line: flushes of older
+// memtables free the pool's space.
+inline std::string WaitsForFlushes(const char* what) {
+  return std::string(what) +
+         " waits for flushes to free pool space (pool_size too small for "
+         "write_buffer_size x max_write_buffer_number?)";
+}
+
 // Calls retry() every millisecond until it succeeds and returns its OK;
-// `failed` is the status that made the caller wait, `what` names the waiter
-// ("write", "new memtable") in the log line.
-template <typename Retry>
+// `failed` is the status that made the caller wait. explain() says, in the
+// log line, what the wait is for (WaitsForFlushes, or why it cannot end);
+// it is called only when a line is due.
+template <typename Retry, typename Explain>
 Status WaitForPoolSpace(PoolSession* pool, rocksdb::Logger* logger,
-                        const char* what, Status failed, Retry&& retry) {
+                        Status failed, Retry&& retry, Explain&& explain) {
   Status s = std::move(failed);
   while (!s.ok()) {
     if (pool->SpaceWaitNoticeDue(kSpaceWaitLogInterval)) {
-      static constexpr char kFormat[] =
-          "flintkv: pool %s: %s; %s waits for flushes to free pool space "
-          "(pool_size too small for write_buffer_size x "
-          "max_write_buffer_number?)";
+      const std::string line = "flintkv: pool " + pool->pool()->path() + ": " +
+                               s.ToString() + "; " + explain();
       if (logger) {
-        rocksdb::Log(rocksdb::InfoLogLevel::WARN_LEVEL, logger, kFormat,
-                     pool->pool()->path().c_str(), s.ToString().c_str(), what);
+        rocksdb::Log(rocksdb::InfoLogLevel::WARN_LEVEL, logger, "%s",
+                     line.c_str());
       } else {
-        std::fprintf(stderr, kFormat, pool->pool()->path().c_str(),
-                     s.ToString().c_str(), what);
-        std::fputc('\n', stderr);
+        std::fprintf(stderr, "%s\n", line.c_str());
       }
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(1));

@@ -615,22 +615,74 @@ TEST_F(OperationsTest, PlainFactoryWritesGoOnAfterSetOptionsRaisesWriteBuffer) {
   rocksdb::DB* db = nullptr;
   ASSERT_TRUE(rocksdb::DB::Open(o, DbDir(dir_), &db).ok());
   ASSERT_TRUE(db->SetOptions({{"write_buffer_size", "1073741824"}}).ok());
-  std::atomic<bool> done{false};
-  std::thread watchdog([&] {  // a writer waiting forever: no DB to close
-    test::ExitUnlessDoneWithin(done, std::chrono::seconds(120),
-                               "writes still wait 120 s after SetOptions "
-                               "raised write_buffer_size past the pool");
-  });
+  // A writer waiting forever leaves no DB to close.
+  test::Watchdog watchdog(std::chrono::seconds(120),
+                          "writes still wait 120 s after SetOptions raised "
+                          "write_buffer_size past the pool");
   rocksdb::WriteOptions wo;
   wo.disableWAL = true;
   const std::string v(1000, 'v');
   for (int i = 0; i < 60000; i++) {  // ~60 MB through a 24 MiB pool
     ASSERT_TRUE(db->Put(wo, Key(i), v).ok()) << i;
   }
-  done.store(true);
-  watchdog.join();
+  watchdog.Done();
   for (int i = 0; i < 60000; i += 997) EXPECT_EQ(Get(db, Key(i)), v) << i;
   delete db;
+}
+
+// flintkv::OpenDB refuses a write with an entry the pool cannot hold, writes
+// nothing of it and stays writable; an entry that fits only once the
+// memtables are flushed is flushed for and written. In the memtable both
+// waited for pool space forever: only a flush frees it, the write's own
+// memtable is flushed after the write, and RocksDB gives a memtable no way
+// to fail a write.
+TEST_F(OperationsTest, WrapperRefusesAnEntryThePoolCannotHold) {
+  RecoveryOptions ro = Ro(dir_);
+  ro.pool_size = 24ull << 20;
+  rocksdb::Options o = BaseOptions();
+  o.write_buffer_size = 1 << 20;
+  std::vector<rocksdb::ColumnFamilyHandle*> h;
+  auto open = [&](rocksdb::DB** db) {
+    rocksdb::Status s = OpenDB(
+        o, DbDir(dir_), {{rocksdb::kDefaultColumnFamilyName, o}}, &h, db, ro);
+    ASSERT_TRUE(s.ok()) << s.ToString();
+  };
+  auto close = [&](rocksdb::DB* db) {
+    for (rocksdb::ColumnFamilyHandle* c : h) db->DestroyColumnFamilyHandle(c);
+    h.clear();
+    delete db;
+  };
+  rocksdb::DB* db = nullptr;
+  ASSERT_NO_FATAL_FAILURE(open(&db));
+  test::Watchdog watchdog(std::chrono::seconds(120),
+                          "a write of a large entry still waits for pool "
+                          "space after 120 s");
+  rocksdb::WriteOptions wo;
+  const std::string huge(30 << 20, 'h');  // more than the 24 MiB pool
+  rocksdb::WriteBatch batch;
+  ASSERT_TRUE(batch.Put("a", "1").ok());
+  ASSERT_TRUE(batch.Put("huge", huge).ok());
+  for (rocksdb::Status s :
+       {db->Put(wo, "huge", huge), db->Merge(wo, "huge", huge),
+        db->Write(wo, &batch)}) {
+    EXPECT_TRUE(s.IsInvalidArgument()) << s.ToString();
+    EXPECT_TRUE(Has(s, "does not fit in pool")) << s.ToString();
+    EXPECT_TRUE(Has(s, "Nothing was written")) << s.ToString();
+  }
+  EXPECT_EQ(Get(db, "a"), "<NotFound: >");
+  EXPECT_EQ(Get(db, "huge"), "<NotFound: >");
+  // Unflushed memtables hold part of the pool; 18 MiB fits only without.
+  const std::string v(1000, 'v');
+  for (int i = 0; i < 3000; i++) ASSERT_TRUE(db->Put(wo, Key(i), v).ok());
+  const std::string big(18 << 20, 'b');
+  rocksdb::Status s = db->Put(wo, "big", big);
+  watchdog.Done();
+  ASSERT_TRUE(s.ok()) << s.ToString();
+  close(db);
+  ASSERT_NO_FATAL_FAILURE(open(&db));
+  EXPECT_TRUE(Get(db, "big") == big);
+  for (int i = 0; i < 3000; i += 97) EXPECT_EQ(Get(db, Key(i)), v) << i;
+  close(db);
 }
 
 // Recovery replays the pool it is given under the options the crashed life

@@ -22,6 +22,7 @@
 #include <vector>
 
 #include "memtable/key_comparator.h"
+#include "memtable/rocksdb/flintkv_rep.h"
 #include "memtable/rocksdb/pool_session.h"
 #include "memtable/rocksdb/space_wait.h"
 #include "recovery/internal_key_cmp.h"
@@ -235,10 +236,12 @@ TEST(RocksMemtableTest, FullPoolWaitReportsToStderrOnlyWithoutInfoLog) {
     int calls = 0;
     ::testing::internal::CaptureStderr();
     Status s = rocks::WaitForPoolSpace(
-        session.get(), with_log ? &log : nullptr, "write",
-        Status::NoSpace("pool is full"), [&] {
+        session.get(), with_log ? &log : nullptr,
+        Status::NoSpace("pool is full"),
+        [&] {
           return ++calls < 3 ? Status::NoSpace("pool is full") : Status::OK();
-        });
+        },
+        [] { return rocks::WaitsForFlushes("write"); });
     std::string err = ::testing::internal::GetCapturedStderr();
     EXPECT_TRUE(s.ok());
     EXPECT_EQ(calls, 3);
@@ -251,6 +254,68 @@ TEST(RocksMemtableTest, FullPoolWaitReportsToStderrOnlyWithoutInfoLog) {
     EXPECT_EQ(log.Count(kWait), with_log ? 1 : 0) << log.All();
     EXPECT_EQ(on_stderr, with_log ? 0u : 1u) << err;
   }
+}
+
+// The wait's log line says what it waits for: flushes while another
+// memtable holds pool space; once none does, that the wait cannot end (the
+// entry does not fit beside its own memtable) and what to do. It blamed
+// write buffers and flushes in both cases, and a write of an entry larger
+// than the pool waited for them forever.
+TEST(RocksMemtableTest, WriteWaitSaysWhenNoFlushCanFreeSpace) {
+  test::TempDir dir("rmem_explain");
+  std::shared_ptr<rocks::PoolSession> session;
+  ASSERT_TRUE(
+      rocks::PoolSession::Open(dir.path(), 16 << 20, 64 << 10, &session).ok());
+  pmem::Pool* pool = session->pool();
+  pmem::ListRoot *a, *b;
+  ASSERT_TRUE(pool->CreateList(pmem::kListMemtable, &a).ok());
+  ASSERT_TRUE(pool->CreateList(pmem::kListMemtable, &b).ok());
+  for (pmem::ListRoot* l : {a, b}) {
+    char* begin;
+    size_t len;
+    ASSERT_TRUE(pool->NewChunk(l->list_id, 1, pmem::ChunkFit::kAtLeast, false,
+                               &begin, &len)
+                    .ok());
+  }
+  const size_t kEntry = 20 << 20;
+  std::string why = rocks::ExplainWriteWait(*pool, a->list_id, kEntry);
+  EXPECT_NE(why.find("write waits for flushes"), std::string::npos) << why;
+  pool->DropList(b);  // flushed: a's own memtable is all that is left
+  why = rocks::ExplainWriteWait(*pool, a->list_id, kEntry);
+  EXPECT_NE(why.find("20971520-byte entry waits for pool space that cannot "
+                     "come"),
+            std::string::npos)
+      << why;
+  EXPECT_NE(why.find("flintkv_tool recover"), std::string::npos) << why;
+  EXPECT_EQ(why.find("write_buffer_size"), std::string::npos) << why;
+}
+
+// End to end: a write of an entry larger than the pool, in a memtable of
+// its own, says in the DB's info log that it cannot complete (the writer
+// stays blocked: RocksDB gives a memtable no way to fail a write, so the
+// check runs in a child process that exits once the line is there).
+TEST(RocksMemtableDeathTest, EntryLargerThanThePoolSaysItCannotBeWritten) {
+  GTEST_FLAG_SET(death_test_style, "threadsafe");
+  test::TempDir dir("rmem_huge");
+  EXPECT_EXIT(
+      {
+        UnusedKeyComparator cmp;
+        CapturingLogger log;
+        auto f = SmallPoolFactory(dir, 16 << 20);
+        auto rep = NewRep(f.get(), cmp, &log);
+        std::thread([&] {
+          char* p = nullptr;
+          rep->Allocate(20 << 20, &p);
+        }).detach();
+        const std::string kLine = "cannot come";
+        for (int i = 0; i < 30000 && log.Count(kLine) == 0; i++) {
+          std::this_thread::sleep_for(std::chrono::milliseconds(1));
+        }
+        std::fprintf(stderr, "%s", log.All().c_str());
+        std::_Exit(log.Count(kLine) == 1 ? 0 : 1);
+      },
+      ::testing::ExitedWithCode(0),
+      "20971520-byte entry waits for pool space that cannot come");
 }
 
 std::string Key(int i) {

@@ -227,6 +227,25 @@ inline void ExitUnlessDoneWithin(const std::atomic<bool>& done,
   }
 }
 
+// ExitUnlessDoneWithin on a thread of its own, for a test whose own thread
+// is the one that may block forever: Done() (or the destructor) ends it.
+class Watchdog {
+ public:
+  Watchdog(std::chrono::milliseconds limit, const char* what)
+      : thread_([this, limit, what] {
+          ExitUnlessDoneWithin(done_, limit, what);
+        }) {}
+  ~Watchdog() { Done(); }
+  void Done() {
+    done_.store(true);
+    if (thread_.joinable()) thread_.join();
+  }
+
+ private:
+  std::atomic<bool> done_{false};  // before thread_, which reads it
+  std::thread thread_;
+};
+
 inline std::string ReadFile(const std::string& path) {
   std::string out;
   FILE* f = std::fopen(path.c_str(), "rb");
