@@ -57,6 +57,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <initializer_list>
 
 namespace flintkv {
 namespace pmem {
@@ -65,9 +66,11 @@ constexpr char kLayoutName[] = "flintkv";
 constexpr uint64_t kPoolMagic = 0x314c4f4f50544e46ull;   // "FNTPOOL1"
 constexpr uint64_t kListMagic = 0x3154534c54544e46ull;   // "FNTTLST1"
 constexpr uint64_t kChunkMagic = 0x314b4e4843544e46ull;  // "FNTCHNK1"
-// Version 2: state words carry a check (CheckedWord). Version 1 pools are
-// read (their bare words are accepted unchecked) and marked 2 at the first
-// open, so a build that reads only version 1 refuses them by name.
+// Version 2: state words carry a check (CheckedWord), list and chunk
+// identities an IdentityCheck. Version 1 pools are read (bare words and
+// zero checks are accepted unchecked) and marked 2 before the first checked
+// word is written (Pool::UseCurrentFormat), so a build that reads only
+// version 1 then refuses them by version instead of misreading them.
 constexpr uint32_t kFormatVersion = 2;
 constexpr uint32_t kOldestFormatVersion = 1;
 
@@ -129,13 +132,12 @@ struct NvmNode {
 static_assert(sizeof(NvmNode) == 32, "NvmNode header is part of the format");
 
 // A small enumerated value (0-255) stored in a 32-bit word with a 16-bit
-// check of the value in the upper half, so that one flipped bit is found
-// instead of read as another value (a list that reads "retired" is freed at
-// open). A word whose upper 24 bits are zero is a bare value written by
-// format version 1: accepted, unchecked. One flip cannot turn a checked
-// word into a bare one (the check always has two bits set); `salt` keeps
-// the words of different fields apart. The whole word is one aligned
-// store, so a crash leaves the old word or the new one.
+// check of the value in the upper half, so that a flipped bit is found and
+// corrected instead of read as another value (a list that reads "retired"
+// is freed at open). A word whose upper 24 bits are zero is a bare value
+// written by format version 1: accepted, unchecked. `salt` keeps the words
+// of different fields apart. The whole word is one aligned store, so a
+// crash leaves the old word or the new one.
 inline uint32_t WordCheck(uint32_t value, uint32_t salt) {
   uint64_t h = (uint64_t{value} << 32 | salt) * 0x9e3779b97f4a7c15ull;
   h ^= h >> 29;
@@ -146,15 +148,43 @@ inline uint32_t WordCheck(uint32_t value, uint32_t salt) {
 inline uint32_t CheckedWord(uint32_t value, uint32_t salt) {
   return (value & 0xffu) | WordCheck(value & 0xffu, salt) << 16;
 }
-// False if the word is damaged; *value is then left unchanged.
-inline bool DecodeCheckedWord(uint32_t word, uint32_t salt, uint32_t* value) {
-  const uint32_t v = word & 0xffu;
-  if ((word >> 8) != 0 &&
-      ((word & 0xff00u) != 0 || (word >> 16) != WordCheck(v, salt))) {
-    return false;
+// Reads a checked word whose value must lie in [lo, hi]. The valid words of
+// each field used here differ in at least five bits
+// (PoolTest.CheckedWordsCorrectTwoFlippedBits), so a word within two bits
+// of one of them is that one, with *corrected set: the caller rewrites it.
+// False if no valid word is that close (damaged beyond correction).
+inline bool DecodeCheckedWord(uint32_t word, uint32_t salt, uint32_t lo,
+                              uint32_t hi, uint32_t* value, bool* corrected) {
+  *corrected = false;
+  if ((word >> 8) == 0) {  // bare (format 1), or a checked word whose check
+    if (word < lo || word > hi) return false;  // bits all flipped: value
+    *value = word;                             // bits are then intact
+    return true;
   }
-  *value = v;
+  int best = 33;
+  uint32_t best_v = 0;
+  for (uint32_t v = lo; v <= hi; v++) {
+    const int d = __builtin_popcount(word ^ CheckedWord(v, salt));
+    if (d < best) {
+      best = d;
+      best_v = v;
+    }
+  }
+  if (best > 2) return false;
+  *value = best_v;
+  *corrected = best != 0;
   return true;
+}
+
+// Check of fields fixed at creation (list or chunk identity), 0 in objects
+// of format 1; never 0, nor 0 after one flip.
+inline uint64_t IdentityCheck(uint64_t a, uint64_t b, uint64_t c) {
+  uint64_t h = 0x49444e54434b3031ull;  // "IDNTCK01"
+  for (uint64_t w : {a, b, c}) {
+    h = (h ^ w) * 0x9e3779b97f4a7c15ull;
+    h ^= h >> 31;
+  }
+  return h | 0x8000000000000001ull;
 }
 
 enum ListKind : uint32_t { kListStandalone = 1, kListMemtable = 2 };
@@ -172,7 +202,11 @@ struct alignas(kCacheLine) ListRoot {
   uint64_t list_id;
   uint32_t kind;        // ListKind
   uint32_t state_word;  // ListState as CheckedWord(state, kStateSalt)
-  uint64_t reserved0[5];
+  // IdentityCheck(magic, list_id, kind) (format 2; 0 in format 1): a
+  // flipped list id would make the list's chunks look orphaned, and the
+  // open frees orphans.
+  uint64_t id_check;
+  uint64_t reserved0[4];
   // Line 1: WRITEBATCH commit record (Algorithm 4, P3).
   alignas(kCacheLine) uint64_t commit_version;
   uint64_t batch_mode;
@@ -194,29 +228,43 @@ static_assert(offsetof(ListRoot, durable_cut) ==
 
 constexpr uint32_t kStateSalt = 0x45544154;  // "TATE"
 
-// The list's state, or false if its word is damaged (Pool::Open repairs
-// such a word before any other code reads it, see Pool::CheckObjects).
-inline bool DecodeListState(const ListRoot& l, ListState* state) {
+// The list's state (*corrected: its word had a flipped bit or two), or
+// false if the word is damaged beyond correction. Pool::Open rewrites a
+// corrected word and refuses an uncorrectable one (Pool::CheckObjects).
+inline bool DecodeListState(const ListRoot& l, ListState* state,
+                            bool* corrected) {
   uint32_t v = 0;
-  if (!DecodeCheckedWord(l.state_word, kStateSalt, &v) || v < kListActive ||
-      v > kListRetired) {
+  if (!DecodeCheckedWord(l.state_word, kStateSalt, kListActive, kListRetired,
+                         &v, corrected)) {
     return false;
   }
   *state = static_cast<ListState>(v);
   return true;
 }
+// After Pool::Open: every list's word decodes.
 inline ListState StateOf(const ListRoot& l) {
   ListState s = kListSealed;  // unreachable after Pool::Open's check
-  DecodeListState(l, &s);
+  bool corrected;
+  DecodeListState(l, &s, &corrected);
   return s;
+}
+inline bool IdentityIntact(const ListRoot& l) {
+  return l.id_check == 0 ||
+         l.id_check == IdentityCheck(l.magic, l.list_id, l.kind);
 }
 
 struct alignas(kCacheLine) ChunkHeader {
   uint64_t magic;
   uint64_t list_id;  // owner
   uint64_t size;     // usable bytes after the header
-  uint64_t reserved[5];
+  // IdentityCheck(magic, list_id, size) (format 2; 0 in format 1): a flipped
+  // owner id would make the chunk look orphaned, and the open frees orphans.
+  uint64_t check;
+  uint64_t reserved[4];
 };
+inline bool IdentityIntact(const ChunkHeader& h) {
+  return h.check == 0 || h.check == IdentityCheck(h.magic, h.list_id, h.size);
+}
 static_assert(sizeof(ChunkHeader) == kCacheLine, "ChunkHeader is a format");
 
 }  // namespace pmem

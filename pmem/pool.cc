@@ -15,6 +15,7 @@ extern char** environ;
 #include <cstdio>
 #include <cstring>
 #include <mutex>
+#include <utility>
 #include <vector>
 
 namespace flintkv {
@@ -119,6 +120,7 @@ int ChunkCtor(PMEMobjpool* pop, void* ptr, void* arg) {
   h->magic = kChunkMagic;
   h->list_id = a->list_id;
   h->size = a->usable;
+  h->check = IdentityCheck(h->magic, h->list_id, h->size);
   // P8: published only after the constructor returns (libpmemobj atomic
   // alloc), so an enumerable chunk always names its owner.
   pmemobj_persist(pop, h, sizeof(*h));
@@ -140,6 +142,7 @@ int ListCtor(PMEMobjpool* pop, void* ptr, void* arg) {
   l->list_id = a->list_id;
   l->kind = a->kind;
   l->state_word = CheckedWord(kListActive, kStateSalt);
+  l->id_check = IdentityCheck(l->magic, l->list_id, l->kind);
   l->head.check = NvmNode::HeaderCheck(0, 0, 0);
   if (a->user_len) std::memcpy(l->user, a->user, a->user_len);
   pmemobj_persist(pop, l, sizeof(*l));  // P8: complete before it is published
@@ -284,14 +287,8 @@ Status Pool::Init(const PoolOptions& o) {
         std::to_string(kFormatVersion) +
         "); open it with the FlintKV release that wrote it");
   }
-  if (root_->format_version != kFormatVersion) {
-    // Version 1 differs only in writing bare state words, which this build
-    // reads; from now on checked words are written, so an older build must
-    // refuse the pool by its version rather than misread them.
-    root_->format_version = kFormatVersion;
-    pmemobj_persist(pop_, &root_->format_version,
-                    sizeof(root_->format_version));
-  }
+  current_format_.store(root_->format_version == kFormatVersion,
+                        std::memory_order_release);
   Status s = CheckObjects();
   if (!s.ok()) return s;
   used_bytes_.store(BytesInUse() + (size_ - size_ * 15 / 16),
@@ -306,10 +303,14 @@ Status Pool::Init(const PoolOptions& o) {
   return Status::OK();
 }
 
+// Validates every object before it writes anything (P8a): a refused pool is
+// left as it was; then corrects state words, finishes retirements and
+// frees orphaned chunks.
 Status Pool::CheckObjects() {
   std::lock_guard<std::mutex> g(EnumMutex());
   std::vector<uint64_t> live_lists;
   std::vector<PMEMoid> retired;
+  std::vector<std::pair<ListRoot*, ListState>> corrections;
   PMEMoid oid;
   POBJ_FOREACH(pop_, oid) {
     uint64_t type = pmemobj_type_num(oid);
@@ -326,24 +327,33 @@ Status Pool::CheckObjects() {
       if (l->list_id >= root_->next_list_id) {
         return Status::Corruption(path_ + ": list id out of range");
       }
+      char word[16];
+      std::snprintf(word, sizeof(word), "0x%08x", l->state_word);
+      if (!IdentityIntact(*l)) {
+        return Status::Corruption(
+            path_ + ": list " + std::to_string(l->list_id) + " at offset " +
+            std::to_string(oid.off) +
+            ": its id or kind fails its check (a flipped bit?); nothing was "
+            "changed. Restore the pool from a copy taken before the damage");
+      }
       ListState state;
-      if (!DecodeListState(*l, &state)) {
-        // A damaged state word is never taken for "retired" (that would free
-        // the list): the list is kept as unflushed, the one reading that
-        // loses nothing. A RocksDB recovery then replays it, and its presence
-        // checks skip what a flush already put in SST files, as after a crash
-        // between a flush and the retirement.
-        state = l->kind == kListMemtable ? kListSealed : kListActive;
-        char word[16];
-        std::snprintf(word, sizeof(word), "0x%08x", l->state_word);
+      bool corrected;
+      if (!DecodeListState(*l, &state, &corrected)) {
+        // Not read as any state: as "retired" it would be freed, as
+        // "unflushed" a flushed list whose newer writes were compacted
+        // would be replayed over them.
+        return Status::Corruption(
+            path_ + ": list " + std::to_string(l->list_id) + ": state word " +
+            word +
+            " is damaged beyond correction (more than two flipped bits); "
+            "nothing was changed. Restore the pool from a copy taken before "
+            "the damage");
+      }
+      if (corrected) {
+        corrections.push_back({l, state});
         repairs_.push_back(
             "list " + std::to_string(l->list_id) + ": state word " + word +
-            " fails its check (a flipped bit?); kept as " +
-            (state == kListSealed ? "sealed (unflushed)" : "active") +
-            ", never freed as retired");
-        Log("flintkv: pool " + path_ + ": " + repairs_.back());
-        l->state_word = CheckedWord(state, kStateSalt);
-        pmemobj_persist(pop_, &l->state_word, sizeof(l->state_word));
+            " had flipped bits; corrected to state " + std::to_string(state));
       }
       if (state == kListRetired) {
         retired.push_back(oid);
@@ -354,7 +364,8 @@ Status Pool::CheckObjects() {
       auto* h = reinterpret_cast<ChunkHeader*>(p);
       if (usable < sizeof(ChunkHeader) + kAlignSlack ||
           h->magic != kChunkMagic ||
-          h->size > usable - sizeof(ChunkHeader) - kAlignSlack) {
+          h->size > usable - sizeof(ChunkHeader) - kAlignSlack ||
+          !IdentityIntact(*h)) {
         return Status::Corruption(path_ + ": chunk at offset " +
                                   std::to_string(oid.off) + " is corrupt");
       }
@@ -362,6 +373,15 @@ Status Pool::CheckObjects() {
       return Status::Corruption(path_ + ": unknown object type " +
                                 std::to_string(type));
     }
+  }
+  for (auto& [l, state] : corrections) {
+    UseCurrentFormat();
+    l->state_word = CheckedWord(state, kStateSalt);
+    pmemobj_persist(pop_, &l->state_word, sizeof(l->state_word));
+  }
+  for (size_t i = repairs_.size() - corrections.size(); i < repairs_.size();
+       i++) {
+    Log("flintkv: pool " + path_ + ": " + repairs_[i]);
   }
   // Finish retirements interrupted by a crash, and free chunks whose owner
   // list is gone (a crash during DropList).
@@ -420,6 +440,7 @@ Status Pool::CreateList(ListKind kind, ListRoot** out, const void* user,
     return Status::InvalidArgument("list user area is 128 bytes");
   }
   std::lock_guard<std::mutex> g(EnumMutex());
+  UseCurrentFormat();
   ListCtorArgs args{root_->next_list_id, kind, user, user_len};
   // P9: the id is consumed before the list exists: a crash may skip an id,
   // never reuse one.
@@ -469,7 +490,23 @@ std::vector<ChunkInfo> Pool::ChunksOf(uint64_t list_id) const {
   return chunks;
 }
 
+void Pool::UseCurrentFormat() {
+  if (current_format_.load(std::memory_order_acquire)) return;
+  std::lock_guard<std::mutex> g(format_mu_);
+  if (current_format_.load(std::memory_order_relaxed)) return;
+  // Version 1 differs only in bare state words and zero identity checks,
+  // which this build reads; from the first checked word on, a build that
+  // reads only version 1 must refuse the pool by its version.
+  root_->format_version = kFormatVersion;
+  pmemobj_persist(pop_, &root_->format_version, sizeof(root_->format_version));
+  current_format_.store(true, std::memory_order_release);
+  Log("flintkv: pool " + path_ + ": format version 1 upgraded to " +
+      std::to_string(kFormatVersion) +
+      "; FlintKV builds that read only version 1 cannot open it now");
+}
+
 void Pool::SetListState(ListRoot* list, ListState state) {
+  UseCurrentFormat();
   list->state_word = CheckedWord(state, kStateSalt);
   // P6: Retired is durable before any space is freed or a reader trusts it.
   pmemobj_persist(pop_, &list->state_word, sizeof(list->state_word));
@@ -569,6 +606,7 @@ Status Pool::NewChunk(uint64_t list_id, size_t min_len, ChunkFit fit,
   int rc;
   {
     std::lock_guard<std::mutex> g(EnumMutex());
+    UseCurrentFormat();
     UseSharedArena();
     rc = pmemobj_alloc(pop_, &oid, usable + kChunkOverhead, kTypeChunk,
                        ChunkCtor, &args);

@@ -15,6 +15,7 @@
 #include <atomic>
 #include <functional>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <vector>
 
@@ -86,9 +87,12 @@ class Pool : public Region {
   // libpmemobj's pool id (the low half of its UUID, made at creation): the
   // same for a byte copy of the pool file, different for any other pool.
   uint64_t pool_uuid_lo() const;
-  // What Open repaired, one line each (a damaged list state word, kept as
-  // unflushed): `flintkv_tool verify` reports these as damage.
+  // What Open repaired, one line each (a list state word with one or two
+  // flipped bits, corrected): `flintkv_tool verify` reports these.
   const std::vector<std::string>& open_repairs() const { return repairs_; }
+  // Marks a format-1 pool as the current format (persisted, logged) before
+  // the caller writes its first checked word. Reading never upgrades.
+  void UseCurrentFormat();
 
  private:
   Pool() = default;
@@ -108,6 +112,8 @@ class Pool : public Region {
   uint64_t reserve_bytes_ = 0;
   std::atomic<uint64_t> used_bytes_{0};
   std::vector<std::string> repairs_;  // written by Open only
+  std::mutex format_mu_;
+  std::atomic<bool> current_format_{false};
   std::function<void(const std::string&)> info_log_;
 };
 

@@ -250,9 +250,9 @@ rocksdb::Status InspectPool(const std::string& pool_dir, PoolSummary* out,
       const rocks::MemtableMeta* m = rocks::MetaOf(l);
       if (m->magic != rocks::kMemtableMetaMagic) {
         ls.error = "memtable list without a valid MemtableMeta";
-      } else if (*rocks::MetaDamage(*m)) {
-        ls.error =
-            std::string("memtable metadata damaged: ") + rocks::MetaDamage(*m);
+      } else if (*rocks::MemtableListDamage(*l)) {
+        ls.error = std::string("memtable metadata damaged: ") +
+                   rocks::MemtableListDamage(*l);
       }
       ls.column_family_id = m->column_family_id;
       ls.created_micros = m->created_micros;

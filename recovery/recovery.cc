@@ -192,6 +192,7 @@ void Triage(pmem::Pool* pool, std::vector<pmem::ListRoot*>* lists,
   // only below a marked one, which the rule above keeps; oldest first left
   // a newer original above a marked list, and the next run dropped it as a
   // copy (RecoveryKilledWhileMarkingListsLosesNothing).
+  if (!unmarked.empty()) pool->UseCurrentFormat();  // marks are checked words
   for (auto it = unmarked.rbegin(); it != unmarked.rend(); ++it) {
     PersistMeta(*it, rocks::kReplayPending);
     FLINTKV_TEST_CRASH_POINT("recovery_after_mark");

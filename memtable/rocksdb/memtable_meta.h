@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <initializer_list>
 
 #include "pmem/layout.h"
 
@@ -75,12 +76,19 @@ inline void SealMeta(MemtableMeta* m) {
   m->check = MetaCheck(*m);
 }
 
+// The recovery mark (corrected if one or two bits flipped), or false if it
+// is damaged beyond correction.
+inline bool DecodeRecoveryState(const MemtableMeta& m, uint32_t* state) {
+  bool corrected;
+  return pmem::DecodeCheckedWord(m.recovery_state, kRecoveryStateSalt, 0,
+                                 kReplayPending, state, &corrected);
+}
+
 // "" if the meta is intact (or from pool format 1, unchecked), else what is
 // damaged.
 inline const char* MetaDamage(const MemtableMeta& m) {
   uint32_t state = 0;
-  if (!pmem::DecodeCheckedWord(m.recovery_state, kRecoveryStateSalt, &state) ||
-      state > kReplayPending) {
+  if (!DecodeRecoveryState(m, &state)) {
     return "its recovery mark fails its check";
   }
   if (m.check != 0 && m.check != MetaCheck(m)) {
@@ -92,9 +100,7 @@ inline const char* MetaDamage(const MemtableMeta& m) {
 // Whether a recovery marked the list (after MetaDamage found nothing).
 inline bool ReplayPending(const MemtableMeta& m) {
   uint32_t state = 0;
-  return pmem::DecodeCheckedWord(m.recovery_state, kRecoveryStateSalt,
-                                 &state) &&
-         state == kReplayPending;
+  return DecodeRecoveryState(m, &state) && state == kReplayPending;
 }
 
 inline const MemtableMeta* MetaOf(const pmem::ListRoot* root) {
@@ -102,6 +108,18 @@ inline const MemtableMeta* MetaOf(const pmem::ListRoot* root) {
 }
 inline MemtableMeta* MutableMetaOf(pmem::ListRoot* root) {
   return reinterpret_cast<MemtableMeta*>(root->user);
+}
+
+// "" if a memtable list's metadata is intact, else what is damaged. The
+// adapter never writes a batch record or a durable cut (it inserts one
+// entry at a time, always durably), so a set one is a flipped bit: read as
+// an unfinished batch, it made recovery drop every entry.
+inline const char* MemtableListDamage(const pmem::ListRoot& l) {
+  if (l.batch_mode != 0 || l.commit_version != 0 || l.durable_cut != 0) {
+    return "its batch record or durable cut is set, which a memtable list "
+           "never sets";
+  }
+  return MetaDamage(*MetaOf(&l));
 }
 
 }  // namespace rocks

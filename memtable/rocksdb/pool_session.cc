@@ -402,22 +402,22 @@ Status PoolSession::Claim(const DbBinding& b, bool wrapper) {
   }
   ScanLeftoversLocked();
   std::map<uint64_t, const MemtableMeta*> meta;  // list_id -> meta
-  for (pmem::ListRoot* l : pool_->Lists()) {
-    if (leftovers_.count(l->list_id)) meta[l->list_id] = MetaOf(l);
-  }
   const std::string path = pool_->path();
-  for (auto& [id, m] : meta) {
-    const char* damage = MetaDamage(*m);
+  for (pmem::ListRoot* l : pool_->Lists()) {
+    if (!leftovers_.count(l->list_id)) continue;
+    meta[l->list_id] = MetaOf(l);
+    const char* damage = MemtableListDamage(*l);
     if (*damage == 0) continue;
     // Every decision below (whose list, which column family, already
-    // replayed) reads these fields: a damaged one would drop the list's
-    // writes, cross them into another column family or leave them behind,
-    // silently.
+    // replayed, which entries are committed) reads these fields: a damaged
+    // one would drop the list's writes, cross them into another column
+    // family or leave them behind, silently.
     return Status::Corruption(
         "flintkv: pool " + path + ": unflushed memtable list " +
-        std::to_string(id) + ": " + damage +
-        " (a flipped bit?), so where its writes belong cannot be trusted. "
-        "Nothing was changed. `flintkv_tool verify --pool_dir=" +
+        std::to_string(l->list_id) + ": " + damage +
+        " (a flipped bit?), so what its writes are and where they belong "
+        "cannot be trusted. The list was left as it is. `flintkv_tool verify "
+        "--pool_dir=" +
         pool_dir_ +
         "` reports it; restore the pool from a copy taken before the damage "
         "(then recover), or move the pool away to open the DB without the "

@@ -301,28 +301,46 @@ TEST_F(PoolTest, ListStatePersists) {
   EXPECT_EQ(StateOf(*pool->Lists()[0]), kListSealed);
 }
 
-// Every one-bit flip of a state word is found, whatever the state: one flip
-// of a bare word turned "active" or "sealed" into "retired", and the list
-// was freed at the next open.
-TEST_F(PoolTest, EveryOneBitFlipOfAStateWordIsFound) {
+// Valid state words differ in at least five bits, so every one- or two-bit
+// flip of one decodes to it, corrected. One flip of a bare word turned
+// "active" or "sealed" into "retired", and the open freed the list.
+TEST_F(PoolTest, CheckedWordsCorrectTwoFlippedBits) {
+  for (uint32_t a = kListActive; a <= kListRetired; a++) {
+    for (uint32_t b = a + 1; b <= kListRetired; b++) {
+      EXPECT_GE(__builtin_popcount(CheckedWord(a, kStateSalt) ^
+                                   CheckedWord(b, kStateSalt)),
+                5)
+          << a << " " << b;
+    }
+  }
   for (ListState st : {kListActive, kListSealed, kListRetired}) {
     ListRoot l{};
-    l.state_word = CheckedWord(st, kStateSalt);
     ListState got;
-    ASSERT_TRUE(DecodeListState(l, &got));
+    bool corrected;
+    l.state_word = CheckedWord(st, kStateSalt);
+    ASSERT_TRUE(DecodeListState(l, &got, &corrected));
     EXPECT_EQ(got, st);
-    for (int bit = 0; bit < 32; bit++) {
-      l.state_word = CheckedWord(st, kStateSalt) ^ (1u << bit);
-      EXPECT_FALSE(DecodeListState(l, &got)) << st << " bit " << bit;
+    EXPECT_FALSE(corrected);
+    for (int i = 0; i < 32; i++) {
+      for (int j = i; j < 32; j++) {  // j == i: one flipped bit
+        l.state_word =
+            CheckedWord(st, kStateSalt) ^ (1u << i) ^ (j == i ? 0 : 1u << j);
+        ASSERT_TRUE(DecodeListState(l, &got, &corrected)) << i << "," << j;
+        EXPECT_EQ(got, st) << i << "," << j;
+      }
     }
   }
 }
 
-// A damaged state word is never read as "retired": the list and its chunks
-// survive the open, as unflushed (memtable) or active (standalone), and the
-// open says so. The same flip on the bare word of format 1 freed the list.
-TEST_F(PoolTest, DamagedStateWordKeepsTheListAndSaysSo) {
+// Flipped bits in a state word are corrected at the open, which says so;
+// the list and its chunks are kept. A word damaged beyond correction
+// (three bits here) makes the open refuse, changing nothing.
+TEST_F(PoolTest, FlippedStateBitsAreCorrectedAtOpen) {
   uint64_t ids[2];
+  auto flip = [](ListRoot* l, uint32_t mask) {
+    l->state_word ^= mask;
+    pmemobj_persist(pmemobj_pool_by_ptr(l), &l->state_word, 4);
+  };
   {
     std::unique_ptr<Pool> pool = OpenPool();
     ASSERT_NE(pool, nullptr);
@@ -337,20 +355,20 @@ TEST_F(PoolTest, DamagedStateWordKeepsTheListAndSaysSo) {
                       .ok());
       Fill(begin, 1024, static_cast<char>(i));
       ids[i++] = l->list_id;
-      // Active (1) with bit 1 flipped reads 3, "retired".
-      l->state_word ^= 2;
-      pmemobj_persist(pmemobj_pool_by_ptr(l), &l->state_word, 4);
     }
+    // Active (1) with bit 1 flipped reads 3, "retired"; two bits on the
+    // other list.
+    flip(pool->Lists()[0], 2);
+    flip(pool->Lists()[1], (1u << 20) | (1u << 3));
   }
   log_.clear();
   std::unique_ptr<Pool> pool = OpenPool();
   ASSERT_NE(pool, nullptr);
   std::vector<ListRoot*> lists = pool->Lists();
   ASSERT_EQ(lists.size(), 2u);
-  EXPECT_EQ(StateOf(*lists[0]), kListSealed);
-  EXPECT_EQ(StateOf(*lists[1]), kListActive);
   for (int i = 0; i < 2; i++) {
     EXPECT_EQ(lists[i]->list_id, ids[i]);
+    EXPECT_EQ(lists[i]->state_word, CheckedWord(kListActive, kStateSalt));
     std::vector<ChunkInfo> chunks = pool->ChunksOf(ids[i]);
     ASSERT_EQ(chunks.size(), 1u);
     EXPECT_TRUE(Check(pool->FromOffset<char>(chunks[0].offset), 1024,
@@ -361,22 +379,102 @@ TEST_F(PoolTest, DamagedStateWordKeepsTheListAndSaysSo) {
                                          ": state word"),
             std::string::npos)
       << pool->open_repairs()[0];
-  bool logged = false;
+  int logged = 0;
   for (const std::string& m : log_) {
-    logged |= m.find("fails its check") != std::string::npos;
+    logged += m.find("corrected to state 1") != std::string::npos;
   }
-  EXPECT_TRUE(logged);
-  // Repaired once: the next open finds nothing.
+  EXPECT_EQ(logged, 2);
+  // Three flipped bits: refused, nothing changed.
+  const uint32_t three = (1u << 1) | (1u << 17) | (1u << 30);
+  flip(lists[0], three);
   pool.reset();
+  Status s = Pool::Open(Options(), &pool);
+  EXPECT_TRUE(s.IsCorruption()) << s.ToString();
+  EXPECT_NE(s.ToString().find("damaged beyond correction"), std::string::npos)
+      << s.ToString();
+  pool.reset();
+  {
+    // Put back by hand (the refused open left the pool as it was).
+    PMEMobjpool* pop = pmemobj_open(tmp_.path().c_str(), kLayoutName);
+    ASSERT_NE(pop, nullptr);
+    PMEMoid oid;
+    POBJ_FOREACH(pop, oid) {
+      if (pmemobj_type_num(oid) != kTypeList) continue;
+      auto* l = reinterpret_cast<ListRoot*>(
+          (reinterpret_cast<uintptr_t>(pmemobj_direct(oid)) + kCacheLine - 1) &
+          ~uintptr_t{kCacheLine - 1});
+      if (l->list_id == ids[0]) flip(l, three);
+    }
+    pmemobj_close(pop);
+  }
   pool = OpenPool();
   ASSERT_NE(pool, nullptr);
   EXPECT_TRUE(pool->open_repairs().empty());
+  ASSERT_EQ(pool->ChunksOf(ids[0]).size(), 1u);
 }
 
-// A pool of format 1 (bare state words) is read, and marked 2 so that a
-// build reading only format 1 refuses it by its version; an unknown version
-// is refused by name.
-TEST_F(PoolTest, FormatOnePoolIsReadAndMarkedTwo) {
+// A flipped list id, or chunk owner id, would make the list's chunks look
+// orphaned, and the open frees orphans: the identity checks refuse the open
+// first, changing nothing. (Before, the chunks were freed.)
+TEST_F(PoolTest, FlippedListOrChunkIdIsRefusedNotFreed) {
+  uint64_t id;
+  {
+    std::unique_ptr<Pool> pool = OpenPool();
+    ASSERT_NE(pool, nullptr);
+    ListRoot* l;
+    ASSERT_TRUE(pool->CreateList(kListMemtable, &l).ok());  // id 1
+    ASSERT_TRUE(pool->CreateList(kListMemtable, &l).ok());  // id 2
+    id = l->list_id;
+    char* begin;
+    size_t len;
+    ASSERT_TRUE(
+        pool->NewChunk(id, 1024, ChunkFit::kAtLeast, false, &begin, &len).ok());
+    Fill(begin, 1024, 7);
+  }
+  for (int target = 0; target < 2; target++) {
+    SCOPED_TRACE(target == 0 ? "list id" : "chunk owner id");
+    uint64_t* word = nullptr;
+    PMEMobjpool* pop = pmemobj_open(tmp_.path().c_str(), kLayoutName);
+    ASSERT_NE(pop, nullptr);
+    PMEMoid oid;
+    POBJ_FOREACH(pop, oid) {
+      char* p = reinterpret_cast<char*>(
+          (reinterpret_cast<uintptr_t>(pmemobj_direct(oid)) + kCacheLine - 1) &
+          ~uintptr_t{kCacheLine - 1});
+      if (target == 0 && pmemobj_type_num(oid) == kTypeList &&
+          reinterpret_cast<ListRoot*>(p)->list_id == id) {
+        word = &reinterpret_cast<ListRoot*>(p)->list_id;
+      }
+      if (target == 1 && pmemobj_type_num(oid) == kTypeChunk) {
+        word = &reinterpret_cast<ChunkHeader*>(p)->list_id;
+      }
+    }
+    ASSERT_NE(word, nullptr);
+    *word ^= 2;  // 2 -> 0: no such list
+    pmemobj_persist(pop, word, sizeof(*word));
+    pmemobj_close(pop);
+    std::unique_ptr<Pool> pool;
+    Status s = Pool::Open(Options(), &pool);
+    EXPECT_TRUE(s.IsCorruption()) << s.ToString();
+    pool.reset();
+    pop = pmemobj_open(tmp_.path().c_str(), kLayoutName);
+    ASSERT_NE(pop, nullptr);
+    *word ^= 2;  // put back: the refused open freed nothing
+    pmemobj_persist(pop, word, sizeof(*word));
+    pmemobj_close(pop);
+    pool = OpenPool();
+    ASSERT_NE(pool, nullptr);
+    std::vector<ChunkInfo> chunks = pool->ChunksOf(id);
+    ASSERT_EQ(chunks.size(), 1u);
+    EXPECT_TRUE(Check(pool->FromOffset<char>(chunks[0].offset), 1024, 7));
+  }
+}
+
+// A pool of format 1 (bare state words, no identity checks) is read as it
+// is: opening, even repeatedly, does not upgrade it (a read-only tool must
+// not lock out the build that wrote it); the first checked word written
+// marks it 2, and says so. An unknown version is refused by name.
+TEST_F(PoolTest, FormatOnePoolIsReadAndMarkedTwoOnFirstWrite) {
   auto root_of = [](Pool* p) {
     return reinterpret_cast<PoolRoot*>(
         reinterpret_cast<char*>(p->root_user_words()) -
@@ -388,20 +486,33 @@ TEST_F(PoolTest, FormatOnePoolIsReadAndMarkedTwo) {
     ListRoot* l;
     ASSERT_TRUE(pool->CreateList(kListMemtable, &l).ok());
     l->state_word = kListSealed;  // as format 1 wrote it
+    l->id_check = 0;
     PoolRoot* r = root_of(pool.get());
     EXPECT_EQ(r->format_version, kFormatVersion);
     r->format_version = 1;
     pmemobj_persist(pmemobj_pool_by_ptr(r), r, sizeof(*r));
     pmemobj_persist(pmemobj_pool_by_ptr(l), l, sizeof(*l));
   }
-  {
+  for (int i = 0; i < 2; i++) {
     std::unique_ptr<Pool> pool = OpenPool();
     ASSERT_NE(pool, nullptr);
     ASSERT_EQ(pool->Lists().size(), 1u);
     EXPECT_EQ(StateOf(*pool->Lists()[0]), kListSealed);
     EXPECT_TRUE(pool->open_repairs().empty());
+    EXPECT_EQ(root_of(pool.get())->format_version, 1u);
+  }
+  {
+    log_.clear();
+    std::unique_ptr<Pool> pool = OpenPool();
+    ASSERT_NE(pool, nullptr);
+    pool->SetListState(pool->Lists()[0], kListRetired);
     PoolRoot* r = root_of(pool.get());
     EXPECT_EQ(r->format_version, 2u);
+    bool logged = false;
+    for (const std::string& m : log_) {
+      logged |= m.find("format version 1 upgraded to 2") != std::string::npos;
+    }
+    EXPECT_TRUE(logged);
     r->format_version = kFormatVersion + 1;
     pmemobj_persist(pmemobj_pool_by_ptr(r), r, sizeof(*r));
   }
