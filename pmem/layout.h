@@ -150,9 +150,11 @@ inline uint32_t CheckedWord(uint32_t value, uint32_t salt) {
 }
 // Reads a checked word whose value must lie in [lo, hi]. The valid words of
 // each field used here differ in at least five bits
-// (PoolTest.CheckedWordsCorrectTwoFlippedBits), so a word within two bits
-// of one of them is that one, with *corrected set: the caller rewrites it.
-// False if no valid word is that close (damaged beyond correction).
+// (PoolTest.CheckedWordsCorrectOneFlippedBit), so a word one bit away from
+// one of them is that one, with *corrected set (the caller rewrites it),
+// and a word two to three bits away from any is never taken for another:
+// false (damaged beyond correction). Correcting two bits would take three
+// flips for another state (sealed read as retired, and freed).
 inline bool DecodeCheckedWord(uint32_t word, uint32_t salt, uint32_t lo,
                               uint32_t hi, uint32_t* value, bool* corrected) {
   *corrected = false;
@@ -170,7 +172,7 @@ inline bool DecodeCheckedWord(uint32_t word, uint32_t salt, uint32_t lo,
       best_v = v;
     }
   }
-  if (best > 2) return false;
+  if (best > 1) return false;
   *value = best_v;
   *corrected = best != 0;
   return true;
@@ -228,7 +230,7 @@ static_assert(offsetof(ListRoot, durable_cut) ==
 
 constexpr uint32_t kStateSalt = 0x45544154;  // "TATE"
 
-// The list's state (*corrected: its word had a flipped bit or two), or
+// The list's state (*corrected: its word had one flipped bit), or
 // false if the word is damaged beyond correction. Pool::Open rewrites a
 // corrected word and refuses an uncorrectable one (Pool::CheckObjects).
 inline bool DecodeListState(const ListRoot& l, ListState* state,

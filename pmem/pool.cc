@@ -345,7 +345,7 @@ Status Pool::CheckObjects() {
         return Status::Corruption(
             path_ + ": list " + std::to_string(l->list_id) + ": state word " +
             word +
-            " is damaged beyond correction (more than two flipped bits); "
+            " is damaged beyond correction (more than one flipped bit); "
             "nothing was changed. Restore the pool from a copy taken before "
             "the damage");
       }

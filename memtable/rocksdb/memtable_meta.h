@@ -76,7 +76,7 @@ inline void SealMeta(MemtableMeta* m) {
   m->check = MetaCheck(*m);
 }
 
-// The recovery mark (corrected if one or two bits flipped), or false if it
+// The recovery mark (corrected if one bit flipped), or false if it
 // is damaged beyond correction.
 inline bool DecodeRecoveryState(const MemtableMeta& m, uint32_t* state) {
   bool corrected;
