@@ -231,6 +231,9 @@ rocksdb::Status InspectPool(const std::string& pool_dir, PoolSummary* out,
   // kept as unflushed) is damage found: verify fails on it.
   std::string first_error =
       pool->open_repairs().empty() ? "" : pool->open_repairs().front();
+  if (first_error.empty() && !wm.Check().ok()) {
+    first_error = wm.Check().ToString();
+  }
   const std::set<uint64_t> left = h->LeftoverIds();
   // Nothing named: RocksDB's default comparator, trusted only if it fits.
   bool assume_bytewise = !options.comparator &&

@@ -471,6 +471,35 @@ rocksdb::Status RecoverInto(
   std::vector<pmem::ListRoot*> lists = h->ClaimedLists();
   if (!h->claim_note().empty()) Log(o, "flintkv: " + h->claim_note());
   r->lists_found = lists.size();
+  // One flipped bit in W dropped acknowledged writes as "above W", and in
+  // R every list as "already flushed", silently: a word that fails its
+  // check is not read, unless the override that ignores it is given.
+  auto damaged = [&](const std::string& what, const std::string& override) {
+    return fail(rocksdb::Status::Corruption(
+        "flintkv: pool " + pool->path() + ": the pool root's " + what +
+        " fails its check (a flipped bit?). Nothing was dropped or "
+        "replayed. " +
+        override));
+  };
+  if (!wm.watermark_intact() && o.watermark != WatermarkMode::kOff) {
+    return damaged(
+        "published watermark (W), which tells the acknowledged writes,",
+        "To replay every entry of the pool's lists (a WriteBatch being "
+        "written at the crash may then be replayed in part): flintkv_tool "
+        "recover --watermark=off (RecoveryOptions::watermark = "
+        "WatermarkMode::kOff)");
+  }
+  if (!wm.record_intact()) {
+    if (!o.allow_older_db) {
+      return damaged(
+          "record of an interrupted recovery (R)",
+          "To discard the record and replay the lists (presence checks skip "
+          "what the DB already holds): flintkv_tool recover --allow_older_db "
+          "(RecoveryOptions::allow_older_db)");
+    }
+    Log(o, "flintkv: discarding a damaged recovery record (allow_older_db)");
+    wm.CancelReset();
+  }
   r->watermark_used = wm.enabled() && o.watermark != WatermarkMode::kOff;
   if (o.watermark == WatermarkMode::kOn && !wm.enabled()) {
     return fail(rocksdb::Status::InvalidArgument(
