@@ -543,6 +543,24 @@ void Pool::DropList(ListRoot* list) {
 
 uint64_t Pool::pool_uuid_lo() const { return pmemobj_oid(root_).pool_uuid_lo; }
 
+size_t Pool::RetiredLists() const {
+  std::lock_guard<std::mutex> g(EnumMutex());
+  size_t n = 0;
+  PMEMoid oid;
+  POBJ_FOREACH(pop_, oid) {
+    if (pmemobj_type_num(oid) != kTypeList) continue;
+    auto* l = reinterpret_cast<ListRoot*>(AlignUp(pmemobj_direct(oid)));
+    n += StateOf(*l) == kListRetired;
+  }
+  return n;
+}
+
+uint64_t Pool::UnheldBytes() const {
+  constexpr uint64_t kLibpmemobjMetadata = 4ull << 20;
+  const uint64_t held = BytesInUse() + kLibpmemobjMetadata;
+  return held >= size_ ? 0 : size_ - held;
+}
+
 bool Pool::HasRoomForChunk(size_t min_len) {
   const uint64_t usable = ChunkUsable(min_len, ChunkFit::kExact);
   pobj_action act;

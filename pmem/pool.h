@@ -57,6 +57,14 @@ class Pool : public Region {
   void DropList(ListRoot* list);
   // Bytes of pool space held by chunks and lists.
   uint64_t BytesInUse() const;
+  // Lists retired (flushed) but not yet dropped: space on its way back.
+  size_t RetiredLists() const;
+  // Pool bytes that no object holds, less libpmemobj's own metadata (its
+  // lanes and heap headers: 3.75 MiB at every pool size below one heap zone
+  // with PMDK 1.12, measured; counted as 4 MiB): what all new chunks
+  // together could take at most. Unlike ApproxFreeBytes (which counts 1/16
+  // of the pool as metadata) an upper bound for small pools too. O(objects).
+  uint64_t UnheldBytes() const;
   // Whether NewChunk(list, min_len, kExact, use_reserve=true) would find
   // its block now: libpmemobj reserves one (in DRAM only, nothing is
   // persisted) and the reservation is cancelled. Free bytes do not tell:

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <functional>
 #include <map>
 #include <memory>
@@ -80,11 +81,23 @@ class Gate {
 };
 
 // Column families a WriteBatch touches.
-// The column families a WriteBatch writes, and its largest memtable entry.
+// Pool bytes of the node of a memtable entry of `bytes` key and value
+// bytes, at most: RocksDB's framing (sequence and type, two varint lengths,
+// up to 8 bytes of per-key protection) and the node header.
+uint64_t EntryNodeBytes(size_t bytes) {
+  return pmem::NvmNode::AllocSize(bytes + 8 + 10 + 8);
+}
+
+// The column families a WriteBatch writes, its largest memtable entry and
+// the pool bytes of all its entries' nodes.
 class CfCollector : public rocksdb::WriteBatch::Handler {
  public:
+  // Nodes above big_node get a chunk of their own (NodeArena).
+  explicit CfCollector(uint64_t big_node = ~0ull) : big_node_(big_node) {}
   std::set<uint32_t> ids;
-  size_t largest = 0;  // key + value bytes of the largest entry
+  size_t largest = 0;        // key + value bytes of the largest entry
+  uint64_t node_bytes = 0;   // of every entry the memtable gets
+  uint64_t small_bytes = 0;  // of those carved from shared chunks
   rocksdb::Status PutCF(uint32_t cf, const Slice& k, const Slice& v) override {
     return Add(cf, k.size() + v.size());
   }
@@ -96,7 +109,8 @@ class CfCollector : public rocksdb::WriteBatch::Handler {
   }
   rocksdb::Status DeleteRangeCF(uint32_t cf, const Slice&,
                                 const Slice&) override {
-    return Add(cf, 0);  // kept by RocksDB in its own table, not the pool
+    ids.insert(cf);  // kept by RocksDB in its own table, not the pool
+    return rocksdb::Status::OK();
   }
   rocksdb::Status MergeCF(uint32_t cf, const Slice& k,
                           const Slice& v) override {
@@ -122,8 +136,12 @@ class CfCollector : public rocksdb::WriteBatch::Handler {
   rocksdb::Status Add(uint32_t cf, size_t bytes) {
     ids.insert(cf);
     largest = std::max(largest, bytes);
+    const uint64_t node = EntryNodeBytes(bytes);
+    node_bytes += node;
+    if (node <= big_node_) small_bytes += node;
     return rocksdb::Status::OK();
   }
+  uint64_t big_node_;
 };
 
 // Forwards to the DB's iterator. A tailing iterator can move onto data
@@ -390,8 +408,11 @@ class FlintDB : public rocksdb::StackableDB {
   using rocksdb::StackableDB::Put;
   rocksdb::Status Put(const WriteOptions& wo, ColumnFamilyHandle* cf,
                       const Slice& k, const Slice& v) override {
-    rocksdb::Status room = RoomFor(k.size() + v.size());
-    if (!room.ok()) return room;
+    if (Large(k.size() + v.size())) {
+      rocksdb::WriteBatch b;
+      rocksdb::Status s = b.Put(cf, k, v);
+      return s.ok() ? LargeWrite(wo, &b) : s;
+    }
     Pass p(this);
     return Published(db_->Put(PoolLogged(wo), cf, k, v));
   }
@@ -410,8 +431,11 @@ class FlintDB : public rocksdb::StackableDB {
   using rocksdb::StackableDB::Merge;
   rocksdb::Status Merge(const WriteOptions& wo, ColumnFamilyHandle* cf,
                         const Slice& k, const Slice& v) override {
-    rocksdb::Status room = RoomFor(k.size() + v.size());
-    if (!room.ok()) return room;
+    if (Large(k.size() + v.size())) {
+      rocksdb::WriteBatch b;
+      rocksdb::Status s = b.Merge(cf, k, v);
+      return s.ok() ? LargeWrite(wo, &b) : s;
+    }
     Pass p(this);
     return Published(db_->Merge(PoolLogged(wo), cf, k, v));
   }
@@ -423,20 +447,18 @@ class FlintDB : public rocksdb::StackableDB {
     for (const rocksdb::WideColumn& c : columns) {
       bytes += c.name().size() + c.value().size() + 10;  // + varint lengths
     }
-    rocksdb::Status room = RoomFor(bytes);
-    if (!room.ok()) return room;
+    if (Large(bytes)) {
+      rocksdb::WriteBatch b;
+      rocksdb::Status s = b.PutEntity(cf, k, columns);
+      return s.ok() ? LargeWrite(wo, &b) : s;
+    }
     Pass p(this);
     return Published(db_->PutEntity(PoolLogged(wo), cf, k, columns));
   }
   rocksdb::Status Write(const WriteOptions& wo,
                         rocksdb::WriteBatch* b) override {
     if (b->HasDeleteRange()) return RangeDeleteWrite(wo, b);
-    if (!FitsNow(b->GetDataSize())) {  // its largest entry might not
-      CfCollector sum;
-      rocksdb::Status s = b->Iterate(&sum);
-      if (s.ok()) s = RoomFor(sum.largest);
-      if (!s.ok()) return s;
-    }
+    if (Large(b->GetDataSize())) return LargeWrite(wo, b);
     Pass p(this);
     return Published(db_->Write(PoolLogged(wo), b));
   }
@@ -637,48 +659,81 @@ class FlintDB : public rocksdb::StackableDB {
     cfs_.emplace(h->GetID(), h);
   }
 
-  // Pool bytes of the node of a memtable entry of `bytes` key and value
-  // bytes, at most: RocksDB's framing (sequence and type, two varint
-  // lengths, up to 8 bytes of per-key protection) and the node header.
-  static uint64_t EntryNodeBytes(size_t bytes) {
-    return pmem::NvmNode::AllocSize(bytes + 8 + 10 + 8);
+  // A write of more than the pool's reserve may not fit beside its own
+  // memtable: all its entries go into one memtable, which is flushed only
+  // after the write, and RocksDB gives a memtable no way to fail a write,
+  // so the writer would wait forever for space only a flush frees
+  // (ExplainWriteWait). Smaller writes always find room once older
+  // memtables are flushed (the space rule at Open keeps two reserves beside
+  // the write buffers), and the memtable waits for that itself.
+  bool Large(size_t bytes) const {
+    return EntryNodeBytes(bytes) > pool_->pool()->reserve_bytes();
   }
-  // An entry no larger than the pool's reserve always finds room once
-  // older memtables are flushed (the space rule at Open keeps two reserves
-  // beside the write buffers), and the memtable waits for that itself. A
-  // larger node gets a chunk of its own (NodeArena): is there one now?
-  bool FitsNow(size_t bytes) const {
-    const uint64_t need = EntryNodeBytes(bytes);
-    return need <= pool_->pool()->reserve_bytes() ||
-           pool_->pool()->HasRoomForChunk(need);
+  uint64_t BigNode() const { return pool_->pool()->chunk_size() / 4; }
+  // Room now for the batch's nodes (small ones with 1/16 and two chunks of
+  // carving waste; big ones in chunks of their own, rounded to 256 KiB)
+  // and, if its largest node is big, a block for it.
+  bool HasRoom(const CfCollector& sum) const {
+    pmem::Pool* pool = pool_->pool();
+    const uint64_t big = sum.node_bytes - sum.small_bytes;
+    uint64_t need = big + big / 64 + (256 << 10);
+    if (sum.small_bytes) {
+      need += sum.small_bytes + sum.small_bytes / 16 + 2 * pool->chunk_size();
+    }
+    const uint64_t largest = EntryNodeBytes(sum.largest);
+    return need <= pool->UnheldBytes() &&
+           (largest <= BigNode() || pool->HasRoomForChunk(largest));
   }
-  // A write whose largest entry does not fit in the pool's free space would
-  // wait in the memtable for space that may never come (only flushes free
-  // it, and the memtable the write is in is flushed after the write:
-  // ExplainWriteWait), and RocksDB gives a memtable no way to fail a write.
-  // So the wrapper flushes first, and refuses the write if the entry still
-  // does not fit with every memtable flushed.
-  rocksdb::Status RoomFor(size_t bytes) {
-    if (FitsNow(bytes)) return rocksdb::Status::OK();
-    std::vector<ColumnFamilyHandle*> handles{db_->DefaultColumnFamily()};
-    {
-      std::lock_guard<std::mutex> g(cfs_mu_);
-      for (auto& e : cfs_) {
-        if (e.first != 0) handles.push_back(e.second);
+  // Runs the write alone (no other write shares its memtable while it is
+  // inserted), after flushing every column family if the pool has no room
+  // for it now; refuses it, writing nothing, if there is none even then.
+  rocksdb::Status LargeWrite(const WriteOptions& wo, rocksdb::WriteBatch* b) {
+    CfCollector sum(BigNode());
+    rocksdb::Status s = b->Iterate(&sum);
+    if (!s.ok()) return s;
+    gate_.Close();
+    if (!HasRoom(sum)) {
+      std::vector<ColumnFamilyHandle*> handles{db_->DefaultColumnFamily()};
+      {
+        std::lock_guard<std::mutex> g(cfs_mu_);
+        for (auto& e : cfs_) {
+          if (e.first != 0) handles.push_back(e.second);
+        }
+      }
+      rocksdb::FlushOptions fo;
+      fo.wait = true;
+      fo.allow_write_stall = true;
+      s = db_->Flush(fo, handles);
+      // The flushed memtables give their space back when RocksDB destroys
+      // them, just after Flush returns (its job's cleanup), or when the
+      // last iterator reading one is gone.
+      for (int i = 0; s.ok() && !HasRoom(sum) &&
+                      pool_->pool()->RetiredLists() != 0 && i < 10000;
+           i++) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(1));
+      }
+      if (s.ok() && !HasRoom(sum)) {
+        s = rocksdb::Status::InvalidArgument(
+            "flintkv::OpenDB: a write of " + std::to_string(sum.node_bytes) +
+            " bytes of memtable entries (the largest " +
+            std::to_string(sum.largest) +
+            " bytes of key and value) does not "
+            "fit in pool " +
+            pool_->pool()->path() + " (" +
+            std::to_string(pool_->pool()->size() >> 20) +
+            " MiB), even with every memtable flushed" +
+            (pool_->pool()->RetiredLists() != 0
+                 ? std::string(" (a flushed one is still read, by an open "
+                               "iterator or snapshot?)")
+                 : std::string()) +
+            ". Nothing was written; split the batch, or a larger pool_size "
+            "takes it");
       }
     }
-    rocksdb::FlushOptions fo;
-    fo.wait = true;
-    fo.allow_write_stall = true;
-    rocksdb::Status s = db_->Flush(fo, handles);
-    if (!s.ok()) return s;
-    if (FitsNow(bytes)) return rocksdb::Status::OK();
-    return rocksdb::Status::InvalidArgument(
-        "flintkv::OpenDB: an entry of " + std::to_string(bytes) +
-        " bytes (key and value) does not fit in pool " + pool_->pool()->path() +
-        " (" + std::to_string(pool_->pool()->size() >> 20) +
-        " MiB), even with every memtable flushed: the pool has no free block "
-        "that large. Nothing was written; a larger pool_size takes it");
+    if (s.ok()) s = db_->Write(PoolLogged(wo), b);
+    if (s.ok()) Publish();
+    gate_.Open();
+    return s;
   }
 
   // RocksDB keeps range tombstones in its own DRAM table, never in the

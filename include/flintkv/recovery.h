@@ -165,10 +165,11 @@ rocksdb::Status RecoverDB(const rocksdb::Options& db_options,
 // supported. Refuses what docs/rocksdb_config_matrix.md lists as refused for
 // OpenDB (unordered_write, two_write_queues, ...), also when set later with
 // SetOptions/SetDBOptions or on a column family created later, and
-// ClipColumnFamily and user-defined timestamps. A write with an entry the
-// pool has no room for even with every memtable flushed is refused
-// (InvalidArgument, nothing written; the wrapper flushes first when that
-// makes room). Every write to this DB must go through the wrapper.
+// ClipColumnFamily and user-defined timestamps. A write larger than the
+// pool's reserve runs alone, and is refused (InvalidArgument, nothing
+// written) if the pool has no room for it even with every memtable flushed
+// (the wrapper flushes first when that makes room). Every write to this DB
+// must go through the wrapper.
 rocksdb::Status OpenDB(const rocksdb::DBOptions& db_options,
                        const std::string& name,
                        const std::vector<rocksdb::ColumnFamilyDescriptor>& cfs,

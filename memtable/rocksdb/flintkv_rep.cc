@@ -220,9 +220,10 @@ std::string ExplainWriteWait(const pmem::Pool& pool, uint64_t list_id,
          " KiB of the pool in use) is flushed only after the write. RocksDB "
          "gives a memtable no way to fail a write, so the writing thread "
          "stays blocked. Acknowledged writes are safe: stop the process, "
-         "run `flintkv_tool recover`, then give the DB a pool (pool_dir, "
-         "pool_size) larger than the entry. flintkv::OpenDB refuses such a "
-         "write instead";
+         "run `flintkv_tool recover`, then give the DB a larger pool "
+         "(pool_dir, pool_size), or write less at once (a large WriteBatch "
+         "goes into one memtable). flintkv::OpenDB refuses a write that "
+         "cannot fit, before it reaches the memtable";
 }
 
 Status FlintRep::AllocateNode(size_t len, pmem::NvmNode** node) {

@@ -19,6 +19,7 @@
 
 #include "flintkv/recovery.h"
 #include "flintkv/rocksdb_memtable.h"
+#include "memtable/rocksdb/pool_session.h"
 #include "rocksdb/db.h"
 #include "rocksdb/env.h"
 #include "rocksdb/sst_file_writer.h"
@@ -630,17 +631,21 @@ TEST_F(OperationsTest, PlainFactoryWritesGoOnAfterSetOptionsRaisesWriteBuffer) {
   delete db;
 }
 
-// flintkv::OpenDB refuses a write with an entry the pool cannot hold, writes
-// nothing of it and stays writable; an entry that fits only once the
-// memtables are flushed is flushed for and written. In the memtable both
-// waited for pool space forever: only a flush frees it, the write's own
-// memtable is flushed after the write, and RocksDB gives a memtable no way
-// to fail a write.
-TEST_F(OperationsTest, WrapperRefusesAnEntryThePoolCannotHold) {
+// flintkv::OpenDB refuses a write that does not fit in the pool even with
+// every memtable flushed (one entry larger than the pool, or a batch of
+// entries that each fit but together do not), writes nothing of it and
+// stays writable; a large entry that fits only once the memtables are
+// flushed is flushed for and written. In the memtable all of these waited
+// for pool space forever: only a flush frees it, the write's own memtable
+// is flushed after the write, and RocksDB gives a memtable no way to fail a
+// write.
+TEST_F(OperationsTest, WrapperRefusesAWriteThePoolCannotHold) {
   RecoveryOptions ro = Ro(dir_);
   ro.pool_size = 24ull << 20;
   rocksdb::Options o = BaseOptions();
   o.write_buffer_size = 1 << 20;
+  o.min_write_buffer_number_to_merge = 2;  // an immutable one stays
+  o.max_write_buffer_number = 4;
   std::vector<rocksdb::ColumnFamilyHandle*> h;
   auto open = [&](rocksdb::DB** db) {
     rocksdb::Status s = OpenDB(
@@ -655,33 +660,53 @@ TEST_F(OperationsTest, WrapperRefusesAnEntryThePoolCannotHold) {
   rocksdb::DB* db = nullptr;
   ASSERT_NO_FATAL_FAILURE(open(&db));
   test::Watchdog watchdog(std::chrono::seconds(120),
-                          "a write of a large entry still waits for pool "
-                          "space after 120 s");
+                          "a large write still waits for pool space after "
+                          "120 s");
   rocksdb::WriteOptions wo;
   const std::string huge(30 << 20, 'h');  // more than the 24 MiB pool
-  rocksdb::WriteBatch batch;
+  rocksdb::WriteBatch batch, many;
   ASSERT_TRUE(batch.Put("a", "1").ok());
   ASSERT_TRUE(batch.Put("huge", huge).ok());
+  const std::string part(512 << 10, 'p');  // below the pool's reserve
+  for (int i = 0; i < 60; i++) ASSERT_TRUE(many.Put(Key(i), part).ok());
   for (rocksdb::Status s :
        {db->Put(wo, "huge", huge), db->Merge(wo, "huge", huge),
-        db->Write(wo, &batch)}) {
+        db->Write(wo, &batch), db->Write(wo, &many)}) {
     EXPECT_TRUE(s.IsInvalidArgument()) << s.ToString();
     EXPECT_TRUE(Has(s, "does not fit in pool")) << s.ToString();
     EXPECT_TRUE(Has(s, "Nothing was written")) << s.ToString();
   }
   EXPECT_EQ(Get(db, "a"), "<NotFound: >");
   EXPECT_EQ(Get(db, "huge"), "<NotFound: >");
-  // Unflushed memtables hold part of the pool; 18 MiB fits only without.
+  EXPECT_EQ(Get(db, Key(0)), "<NotFound: >");
+  // An immutable and an active memtable hold part of the pool, so 18 MiB
+  // has no room until they are flushed (checked, not assumed).
   const std::string v(1000, 'v');
-  for (int i = 0; i < 3000; i++) ASSERT_TRUE(db->Put(wo, Key(i), v).ok());
+  uint64_t imm = 0;
+  int n = 0;
+  for (; imm == 0 && n < 100000; n++) {
+    ASSERT_TRUE(db->Put(wo, Key(n), v).ok());
+    db->GetIntProperty("rocksdb.num-immutable-mem-table", &imm);
+  }
+  ASSERT_EQ(imm, 1u);
   const std::string big(18 << 20, 'b');
+  {
+    std::shared_ptr<rocks::PoolSession> session;  // the DB's own
+    ASSERT_TRUE(rocks::PoolSession::OpenExisting(PoolDir(dir_), &session).ok());
+    ASSERT_LT(session->pool()->UnheldBytes(), big.size() + (1 << 20));
+  }
+  std::string l0;
+  ASSERT_TRUE(db->GetProperty("rocksdb.num-files-at-level0", &l0));
+  ASSERT_EQ(l0, "0");
   rocksdb::Status s = db->Put(wo, "big", big);
   watchdog.Done();
   ASSERT_TRUE(s.ok()) << s.ToString();
+  ASSERT_TRUE(db->GetProperty("rocksdb.num-files-at-level0", &l0));
+  EXPECT_NE(l0, "0");  // the wrapper flushed first
   close(db);
   ASSERT_NO_FATAL_FAILURE(open(&db));
   EXPECT_TRUE(Get(db, "big") == big);
-  for (int i = 0; i < 3000; i += 97) EXPECT_EQ(Get(db, Key(i)), v) << i;
+  for (int i = 0; i < n; i += 97) EXPECT_EQ(Get(db, Key(i)), v) << i;
   close(db);
 }
 
