@@ -555,6 +555,11 @@ size_t Pool::RetiredLists() const {
   return n;
 }
 
+uint64_t Pool::ExactChunkBytes(size_t min_len) const {
+  return ChunkUsable(min_len, ChunkFit::kExact) + kChunkOverhead +
+         kPmemobjHeaderAllowance;
+}
+
 uint64_t Pool::UnheldBytes() const {
   constexpr uint64_t kLibpmemobjMetadata = 4ull << 20;
   const uint64_t held = BytesInUse() + kLibpmemobjMetadata;

@@ -65,6 +65,9 @@ class Pool : public Region {
   // together could take at most. Unlike ApproxFreeBytes (which counts 1/16
   // of the pool as metadata) an upper bound for small pools too. O(objects).
   uint64_t UnheldBytes() const;
+  // Pool bytes (libpmemobj object size) of the chunk NewChunk(min_len,
+  // kExact) allocates: whole 256 KiB units for a large request.
+  uint64_t ExactChunkBytes(size_t min_len) const;
   // Whether NewChunk(list, min_len, kExact, use_reserve=true) would find
   // its block now: libpmemobj reserves one (in DRAM only, nothing is
   // persisted) and the reservation is cancelled. Free bytes do not tell:
@@ -99,7 +102,8 @@ class Pool : public Region {
   // flipped bits, corrected): `flintkv_tool verify` reports these.
   const std::vector<std::string>& open_repairs() const { return repairs_; }
   // Marks a format-1 pool as the current format (persisted, logged) before
-  // the caller writes its first checked word. Reading never upgrades.
+  // the caller writes its first checked word (a DB open does: it creates
+  // lists; flintkv_tool inspect and verify never do).
   void UseCurrentFormat();
 
  private:

@@ -92,12 +92,13 @@ uint64_t EntryNodeBytes(size_t bytes) {
 // the pool bytes of all its entries' nodes.
 class CfCollector : public rocksdb::WriteBatch::Handler {
  public:
-  // Nodes above big_node get a chunk of their own (NodeArena).
-  explicit CfCollector(uint64_t big_node = ~0ull) : big_node_(big_node) {}
+  // With a pool: nodes above a quarter chunk get a chunk of their own
+  // (NodeArena), counted at that chunk's size.
+  explicit CfCollector(const pmem::Pool* pool = nullptr) : pool_(pool) {}
   std::set<uint32_t> ids;
   size_t largest = 0;        // key + value bytes of the largest entry
-  uint64_t node_bytes = 0;   // of every entry the memtable gets
-  uint64_t small_bytes = 0;  // of those carved from shared chunks
+  uint64_t small_bytes = 0;  // nodes carved from shared chunks
+  uint64_t big_bytes = 0;    // chunks of their own
   rocksdb::Status PutCF(uint32_t cf, const Slice& k, const Slice& v) override {
     return Add(cf, k.size() + v.size());
   }
@@ -137,11 +138,14 @@ class CfCollector : public rocksdb::WriteBatch::Handler {
     ids.insert(cf);
     largest = std::max(largest, bytes);
     const uint64_t node = EntryNodeBytes(bytes);
-    node_bytes += node;
-    if (node <= big_node_) small_bytes += node;
+    if (pool_ && node > pool_->chunk_size() / 4) {
+      big_bytes += pool_->ExactChunkBytes(node);
+    } else {
+      small_bytes += node;
+    }
     return rocksdb::Status::OK();
   }
-  uint64_t big_node_;
+  const pmem::Pool* pool_;
 };
 
 // Forwards to the DB's iterator. A tailing iterator can move onto data
@@ -458,7 +462,7 @@ class FlintDB : public rocksdb::StackableDB {
   rocksdb::Status Write(const WriteOptions& wo,
                         rocksdb::WriteBatch* b) override {
     if (b->HasDeleteRange()) return RangeDeleteWrite(wo, b);
-    if (Large(b->GetDataSize())) return LargeWrite(wo, b);
+    if (Large(*b)) return LargeWrite(wo, b);
     Pass p(this);
     return Published(db_->Write(PoolLogged(wo), b));
   }
@@ -545,8 +549,9 @@ class FlintDB : public rocksdb::StackableDB {
   // Attribute groups write several column families in one batch.
   rocksdb::Status PutEntity(const WriteOptions& wo, const Slice& k,
                             const rocksdb::AttributeGroups& groups) override {
-    Pass p(this);
-    return Published(db_->PutEntity(PoolLogged(wo), k, groups));
+    rocksdb::WriteBatch b;  // Write checks its size (LargeWrite)
+    rocksdb::Status s = b.PutEntity(k, groups);
+    return s.ok() ? Write(wo, &b) : s;
   }
   // Multi-column-family iterators: as NewIterator for the non-tailing ones
   // (publish once, at creation); a tailing one would need publishing after
@@ -669,67 +674,72 @@ class FlintDB : public rocksdb::StackableDB {
   bool Large(size_t bytes) const {
     return EntryNodeBytes(bytes) > pool_->pool()->reserve_bytes();
   }
-  uint64_t BigNode() const { return pool_->pool()->chunk_size() / 4; }
+  // O(1): the batch's bytes, and each entry's node header and alignment.
+  bool Large(const rocksdb::WriteBatch& b) const {
+    return EntryNodeBytes(b.GetDataSize()) +
+               b.Count() * (EntryNodeBytes(0) + pmem::kNodeAlign) >
+           pool_->pool()->reserve_bytes();
+  }
   // Room now for the batch's nodes (small ones with 1/16 and two chunks of
-  // carving waste; big ones in chunks of their own, rounded to 256 KiB)
-  // and, if its largest node is big, a block for it.
+  // carving waste; big ones at their chunks' sizes) and, if its largest
+  // node is big, a block for it.
   bool HasRoom(const CfCollector& sum) const {
     pmem::Pool* pool = pool_->pool();
-    const uint64_t big = sum.node_bytes - sum.small_bytes;
-    uint64_t need = big + big / 64 + (256 << 10);
+    uint64_t need = sum.big_bytes;
     if (sum.small_bytes) {
       need += sum.small_bytes + sum.small_bytes / 16 + 2 * pool->chunk_size();
     }
     const uint64_t largest = EntryNodeBytes(sum.largest);
-    return need <= pool->UnheldBytes() &&
-           (largest <= BigNode() || pool->HasRoomForChunk(largest));
+    return need <= pool->UnheldBytes() && (largest <= pool->chunk_size() / 4 ||
+                                           pool->HasRoomForChunk(largest));
   }
-  // Runs the write alone (no other write shares its memtable while it is
-  // inserted), after flushing every column family if the pool has no room
-  // for it now; refuses it, writing nothing, if there is none even then.
-  rocksdb::Status LargeWrite(const WriteOptions& wo, rocksdb::WriteBatch* b) {
-    CfCollector sum(BigNode());
+  // With the gate closed (no other write shares the memtable): flushes
+  // every column family if the pool has no room for the batch now, and
+  // refuses it (nothing written) if there is none even then.
+  rocksdb::Status MakeRoom(rocksdb::WriteBatch* b) {
+    CfCollector sum(pool_->pool());
     rocksdb::Status s = b->Iterate(&sum);
-    if (!s.ok()) return s;
-    gate_.Close();
-    if (!HasRoom(sum)) {
-      std::vector<ColumnFamilyHandle*> handles{db_->DefaultColumnFamily()};
-      {
-        std::lock_guard<std::mutex> g(cfs_mu_);
-        for (auto& e : cfs_) {
-          if (e.first != 0) handles.push_back(e.second);
-        }
-      }
-      rocksdb::FlushOptions fo;
-      fo.wait = true;
-      fo.allow_write_stall = true;
-      s = db_->Flush(fo, handles);
-      // The flushed memtables give their space back when RocksDB destroys
-      // them, just after Flush returns (its job's cleanup), or when the
-      // last iterator reading one is gone.
-      for (int i = 0; s.ok() && !HasRoom(sum) &&
-                      pool_->pool()->RetiredLists() != 0 && i < 10000;
-           i++) {
-        std::this_thread::sleep_for(std::chrono::milliseconds(1));
-      }
-      if (s.ok() && !HasRoom(sum)) {
-        s = rocksdb::Status::InvalidArgument(
-            "flintkv::OpenDB: a write of " + std::to_string(sum.node_bytes) +
-            " bytes of memtable entries (the largest " +
-            std::to_string(sum.largest) +
-            " bytes of key and value) does not "
-            "fit in pool " +
-            pool_->pool()->path() + " (" +
-            std::to_string(pool_->pool()->size() >> 20) +
-            " MiB), even with every memtable flushed" +
-            (pool_->pool()->RetiredLists() != 0
-                 ? std::string(" (a flushed one is still read, by an open "
-                               "iterator or snapshot?)")
-                 : std::string()) +
-            ". Nothing was written; split the batch, or a larger pool_size "
-            "takes it");
+    if (!s.ok() || HasRoom(sum)) return s;
+    std::vector<ColumnFamilyHandle*> handles{db_->DefaultColumnFamily()};
+    {
+      std::lock_guard<std::mutex> g(cfs_mu_);
+      for (auto& e : cfs_) {
+        if (e.first != 0) handles.push_back(e.second);
       }
     }
+    rocksdb::FlushOptions fo;
+    fo.wait = true;
+    fo.allow_write_stall = true;
+    s = db_->Flush(fo, handles);
+    // The flushed memtables give their space back when RocksDB destroys
+    // them, just after Flush returns (its job's cleanup), or when the last
+    // iterator reading one is gone.
+    for (int i = 0; s.ok() && !HasRoom(sum) &&
+                    pool_->pool()->RetiredLists() != 0 && i < 10000;
+         i++) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    }
+    if (!s.ok() || HasRoom(sum)) return s;
+    return rocksdb::Status::InvalidArgument(
+        "flintkv::OpenDB: a write of " +
+        std::to_string(sum.small_bytes + sum.big_bytes) +
+        " bytes of memtable nodes (the largest entry " +
+        std::to_string(sum.largest) +
+        " bytes of key and value) does not fit in pool " +
+        pool_->pool()->path() + " (" +
+        std::to_string(pool_->pool()->size() >> 20) +
+        " MiB), even with every memtable flushed" +
+        (pool_->pool()->RetiredLists() != 0
+             ? std::string(" (a flushed one is still read, by an open "
+                           "iterator?)")
+             : std::string()) +
+        ". Nothing was written; split the batch, or a larger pool_size "
+        "takes it");
+  }
+  // Runs the write alone, after MakeRoom.
+  rocksdb::Status LargeWrite(const WriteOptions& wo, rocksdb::WriteBatch* b) {
+    gate_.Close();
+    rocksdb::Status s = MakeRoom(b);
     if (s.ok()) s = db_->Write(PoolLogged(wo), b);
     if (s.ok()) Publish();
     gate_.Open();
@@ -772,7 +782,8 @@ class FlintDB : public rocksdb::StackableDB {
           "families needs option atomic_flush=true to stay all-or-nothing");
     }
     gate_.Close();
-    s = db_->Write(PoolLogged(wo), b);
+    if (Large(*b)) s = MakeRoom(b);
+    if (s.ok()) s = db_->Write(PoolLogged(wo), b);
     if (s.ok()) {
       rocksdb::FlushOptions fo;
       fo.wait = true;

@@ -48,10 +48,12 @@ class Watermark {
   // Whether the words pass their checks: the watermark (W, its switch and
   // the checked-words mark) and the recovery record (R + 1 and the mark).
   // Read nothing else of a word that fails.
+  // A W nobody reads (the switch off: after a clean close) is not checked;
+  // the next wrapper open rewrites it.
   bool watermark_intact() const {
     uint64_t v;
-    return MarkIntact() && Decode(Load(0), &v) &&
-           (Load(1) == 0 || Load(1) == kWatermarkEnabled);
+    return MarkIntact() && (Load(1) == 0 || (Load(1) == kWatermarkEnabled &&
+                                             Decode(Load(0), &v)));
   }
   bool record_intact() const {
     uint64_t v;
@@ -105,15 +107,21 @@ class Watermark {
   // accepted only while the mark is unset.
   bool Decode(uint64_t raw, uint64_t* v) const {
     *v = raw & ((uint64_t{1} << 56) - 1);
-    if (raw >> 56 == 0) return raw == 0 || Load(3) != kRootWordsChecked;
+    if (raw >> 56 == 0) return raw == 0 || !MarkSet();
     return raw == EncodeSeqWord(*v);
+  }
+  // The mark, read within three flipped bits of 0 or of kRootWordsChecked
+  // (they differ in 32): one flipped bit of it must not make both words'
+  // overrides necessary. UseCheckedWords rewrites a flipped mark.
+  bool MarkSet() const {
+    return __builtin_popcountll(Load(3) ^ kRootWordsChecked) <= 3;
+  }
+  bool MarkIntact() const {
+    return MarkSet() || __builtin_popcountll(Load(3)) <= 3;
   }
   uint64_t Value(int i) const {
     uint64_t v;
     return Decode(Load(i), &v) ? v : 0;  // after Check(): always decodes
-  }
-  bool MarkIntact() const {
-    return Load(3) == 0 || Load(3) == kRootWordsChecked;
   }
   Status Damaged(const char* what) const {
     return Status::Corruption("flintkv: pool " + pool_->path() +

@@ -330,6 +330,60 @@ TEST_F(BitRotTest, FlippedRootWordsAreRefused) {
   }
 }
 
+// One flipped bit in a word nobody reads is no refusal: W after a clean
+// close (the switch off), or the mark that says W and R are checked (it is
+// read within three bits, and rewritten). Both refused recovery, the mark
+// with two overrides, one of which gives up batch atomicity (review).
+TEST_F(BitRotTest, OneFlipInAnUnreadRootWordIsNoRefusal) {
+  rocksdb::Options o = BaseOptions();
+  std::vector<rocksdb::ColumnFamilyHandle*> hs;
+  auto open = [&](rocksdb::DB** db) {
+    rocksdb::Status s =
+        OpenDB(o, DbDir(dir_), {{rocksdb::kDefaultColumnFamilyName, o}}, &hs,
+               db, test::Ro(dir_));
+    ASSERT_TRUE(s.ok()) << s.ToString();
+  };
+  auto close = [&](rocksdb::DB* db) {
+    for (auto* c : hs) db->DestroyColumnFamilyHandle(c);
+    hs.clear();
+    delete db;
+  };
+  auto flip = [&](int word, uint64_t mask) {
+    auto h = OpenPool(dir_);
+    ASSERT_TRUE(h != nullptr);
+    uint64_t* w = &h->pool()->root_user_words()[word];
+    *w ^= mask;
+    pmem::PmemPersist::Persist(w, sizeof(*w));
+  };
+  {
+    SCOPED_TRACE("W after a clean close");
+    rocksdb::DB* db = nullptr;
+    ASSERT_NO_FATAL_FAILURE(open(&db));
+    for (int i = 0; i < 200; i++) {
+      ASSERT_TRUE(db->Put({}, Key(i), Value(i)).ok());
+    }
+    close(db);
+    ASSERT_NO_FATAL_FAILURE(flip(0, 1ull << 3));
+    EXPECT_EQ(Tool("verify --pool_dir=" + PoolDir(dir_)), 0);
+    ASSERT_NO_FATAL_FAILURE(open(&db));
+    for (int i = 0; i < 200; i++) EXPECT_EQ(Get(db, Key(i)), Value(i));
+    close(db);
+  }
+  std::system(("rm -rf " + dir_).c_str());
+  {
+    SCOPED_TRACE("the checked-words mark");
+    ASSERT_NO_FATAL_FAILURE(test::RunChild("wrapper_puts", dir_));
+    ASSERT_NO_FATAL_FAILURE(flip(3, 1ull << 9));
+    EXPECT_EQ(Tool("verify --pool_dir=" + PoolDir(dir_)), 0);
+    rocksdb::DB* db = nullptr;
+    ASSERT_NO_FATAL_FAILURE(open(&db));  // recovers, watermark honoured
+    for (int i = 0; i < 200; i++) EXPECT_EQ(Get(db, Key(i)), Value(i));
+    close(db);
+    auto h = OpenPool(dir_);
+    EXPECT_EQ(h->pool()->root_user_words()[3], kRootWordsChecked);
+  }
+}
+
 // Every one-bit flip of a checked sequence word is found: it is no checked
 // word of any value, or (bit 63 of a word whose parity bits are all 0) a
 // bare word of the same value.

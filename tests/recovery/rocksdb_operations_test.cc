@@ -633,7 +633,8 @@ TEST_F(OperationsTest, PlainFactoryWritesGoOnAfterSetOptionsRaisesWriteBuffer) {
 
 // flintkv::OpenDB refuses a write that does not fit in the pool even with
 // every memtable flushed (one entry larger than the pool, or a batch of
-// entries that each fit but together do not), writes nothing of it and
+// entries that each fit but together do not, also with a DeleteRange, also
+// under the reserve by its data size), writes nothing of it and
 // stays writable; a large entry that fits only once the memtables are
 // flushed is flushed for and written. In the memtable all of these waited
 // for pool space forever: only a flush frees it, the write's own memtable
@@ -669,9 +670,21 @@ TEST_F(OperationsTest, WrapperRefusesAWriteThePoolCannotHold) {
   ASSERT_TRUE(batch.Put("huge", huge).ok());
   const std::string part(512 << 10, 'p');  // below the pool's reserve
   for (int i = 0; i < 60; i++) ASSERT_TRUE(many.Put(Key(i), part).ok());
+  // Entries just above a quarter chunk: each takes a 512 KiB chunk of its
+  // own, 25 MiB together for 15 MB of data (review).
+  rocksdb::WriteBatch big_nodes, small_nodes, with_range;
+  const std::string third(300 << 10, 't');
+  for (int i = 0; i < 50; i++) ASSERT_TRUE(big_nodes.Put(Key(i), third).ok());
+  // 7 MB of batch data, under the reserve, but 26 MB of 64-byte nodes.
+  for (int i = 0; i < 400000; i++) {
+    ASSERT_TRUE(small_nodes.Delete(Key(i) + "-000000").ok());
+  }
+  ASSERT_TRUE(with_range.DeleteRange("a", "b").ok());  // runs alone anyway
+  ASSERT_TRUE(with_range.Put("huge", huge).ok());
   for (rocksdb::Status s :
        {db->Put(wo, "huge", huge), db->Merge(wo, "huge", huge),
-        db->Write(wo, &batch), db->Write(wo, &many)}) {
+        db->Write(wo, &batch), db->Write(wo, &many), db->Write(wo, &big_nodes),
+        db->Write(wo, &small_nodes), db->Write(wo, &with_range)}) {
     EXPECT_TRUE(s.IsInvalidArgument()) << s.ToString();
     EXPECT_TRUE(Has(s, "does not fit in pool")) << s.ToString();
     EXPECT_TRUE(Has(s, "Nothing was written")) << s.ToString();
