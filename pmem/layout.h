@@ -178,15 +178,20 @@ inline bool DecodeCheckedWord(uint32_t word, uint32_t salt, uint32_t lo,
   return true;
 }
 
-// Check of fields fixed at creation (list or chunk identity), 0 in objects
-// of format 1; never 0, nor 0 after one flip.
-inline uint64_t IdentityCheck(uint64_t a, uint64_t b, uint64_t c) {
-  uint64_t h = 0x49444e54434b3031ull;  // "IDNTCK01"
-  for (uint64_t w : {a, b, c}) {
+// Check of fields fixed at creation, stored beside them (0 in objects of
+// format 1): never 0, nor 0 after one flip. `seed` keeps the checks of
+// different records apart.
+inline uint64_t FieldsCheck(uint64_t seed, std::initializer_list<uint64_t> ws) {
+  uint64_t h = seed;
+  for (uint64_t w : ws) {
     h = (h ^ w) * 0x9e3779b97f4a7c15ull;
     h ^= h >> 31;
   }
   return h | 0x8000000000000001ull;
+}
+// A list's or chunk's identity.
+inline uint64_t IdentityCheck(uint64_t a, uint64_t b, uint64_t c) {
+  return FieldsCheck(0x49444e54434b3031ull, {a, b, c});  // "IDNTCK01"
 }
 
 enum ListKind : uint32_t { kListStandalone = 1, kListMemtable = 2 };

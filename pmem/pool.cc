@@ -353,7 +353,7 @@ Status Pool::CheckObjects() {
         corrections.push_back({l, state});
         repairs_.push_back(
             "list " + std::to_string(l->list_id) + ": state word " + word +
-            " had flipped bits; corrected to state " + std::to_string(state));
+            " had a flipped bit; corrected to state " + std::to_string(state));
       }
       if (state == kListRetired) {
         retired.push_back(oid);
@@ -375,14 +375,12 @@ Status Pool::CheckObjects() {
     }
   }
   for (auto& [l, state] : corrections) {
-    UseCurrentFormat();
+    UseCurrentFormat();  // P8a: the format is durable before a checked word
     l->state_word = CheckedWord(state, kStateSalt);
     pmemobj_persist(pop_, &l->state_word, sizeof(l->state_word));
   }
-  for (size_t i = repairs_.size() - corrections.size(); i < repairs_.size();
-       i++) {
-    Log("flintkv: pool " + path_ + ": " + repairs_[i]);
-  }
+  for (const std::string& r : repairs_)
+    Log("flintkv: pool " + path_ + ": " + r);
   // Finish retirements interrupted by a crash, and free chunks whose owner
   // list is gone (a crash during DropList).
   std::sort(live_lists.begin(), live_lists.end());
@@ -459,30 +457,33 @@ Status Pool::CreateList(ListKind kind, ListRoot** out, const void* user,
   return Status::OK();
 }
 
-std::vector<ListRoot*> Pool::Lists() const {
+template <class T, class F>
+void Pool::ForEachOf(uint64_t type, F&& f) const {
   std::lock_guard<std::mutex> g(EnumMutex());
-  std::vector<ListRoot*> lists;
   PMEMoid oid;
   POBJ_FOREACH(pop_, oid) {
-    if (pmemobj_type_num(oid) != kTypeList) continue;
-    auto* l = reinterpret_cast<ListRoot*>(AlignUp(pmemobj_direct(oid)));
-    if (StateOf(*l) != kListRetired) lists.push_back(l);
+    if (pmemobj_type_num(oid) != type) continue;
+    f(reinterpret_cast<T*>(AlignUp(pmemobj_direct(oid))), oid);
   }
+}
+
+std::vector<ListRoot*> Pool::Lists() const {
+  std::vector<ListRoot*> lists;
+  ForEachOf<ListRoot>(kTypeList, [&](ListRoot* l, PMEMoid) {
+    if (StateOf(*l) != kListRetired) lists.push_back(l);
+  });
   std::sort(lists.begin(), lists.end(),
             [](ListRoot* a, ListRoot* b) { return a->list_id < b->list_id; });
   return lists;
 }
 
 std::vector<ChunkInfo> Pool::ChunksOf(uint64_t list_id) const {
-  std::lock_guard<std::mutex> g(EnumMutex());
   std::vector<ChunkInfo> chunks;
-  PMEMoid oid;
-  POBJ_FOREACH(pop_, oid) {
-    if (pmemobj_type_num(oid) != kTypeChunk) continue;
-    auto* h = reinterpret_cast<ChunkHeader*>(AlignUp(pmemobj_direct(oid)));
-    if (h->list_id != list_id) continue;
-    chunks.push_back({ToOffset(h) + sizeof(ChunkHeader), h->size});
-  }
+  ForEachOf<ChunkHeader>(kTypeChunk, [&](ChunkHeader* h, PMEMoid) {
+    if (h->list_id == list_id) {
+      chunks.push_back({ToOffset(h) + sizeof(ChunkHeader), h->size});
+    }
+  });
   std::sort(chunks.begin(), chunks.end(),
             [](const ChunkInfo& a, const ChunkInfo& b) {
               return a.offset < b.offset;
@@ -544,14 +545,10 @@ void Pool::DropList(ListRoot* list) {
 uint64_t Pool::pool_uuid_lo() const { return pmemobj_oid(root_).pool_uuid_lo; }
 
 size_t Pool::RetiredLists() const {
-  std::lock_guard<std::mutex> g(EnumMutex());
   size_t n = 0;
-  PMEMoid oid;
-  POBJ_FOREACH(pop_, oid) {
-    if (pmemobj_type_num(oid) != kTypeList) continue;
-    auto* l = reinterpret_cast<ListRoot*>(AlignUp(pmemobj_direct(oid)));
+  ForEachOf<ListRoot>(kTypeList, [&](ListRoot* l, PMEMoid) {
     n += StateOf(*l) == kListRetired;
-  }
+  });
   return n;
 }
 
@@ -578,14 +575,10 @@ bool Pool::HasRoomForChunk(size_t min_len) {
 }
 
 uint64_t Pool::ChunkBytesOutside(uint64_t list_id) const {
-  std::lock_guard<std::mutex> g(EnumMutex());
   uint64_t total = 0;
-  PMEMoid oid;
-  POBJ_FOREACH(pop_, oid) {
-    if (pmemobj_type_num(oid) != kTypeChunk) continue;
-    auto* h = reinterpret_cast<ChunkHeader*>(AlignUp(pmemobj_direct(oid)));
+  ForEachOf<ChunkHeader>(kTypeChunk, [&](ChunkHeader* h, PMEMoid oid) {
     if (h->list_id != list_id) total += pmemobj_alloc_usable_size(oid);
-  }
+  });
   return total;
 }
 

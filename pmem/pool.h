@@ -98,8 +98,8 @@ class Pool : public Region {
   // libpmemobj's pool id (the low half of its UUID, made at creation): the
   // same for a byte copy of the pool file, different for any other pool.
   uint64_t pool_uuid_lo() const;
-  // What Open repaired, one line each (a list state word with one or two
-  // flipped bits, corrected): `flintkv_tool verify` reports these.
+  // What Open repaired, one line each (a list state word with one flipped
+  // bit, corrected): `flintkv_tool verify` reports these.
   const std::vector<std::string>& open_repairs() const { return repairs_; }
   // Marks a format-1 pool as the current format (persisted, logged) before
   // the caller writes its first checked word (a DB open does: it creates
@@ -111,6 +111,10 @@ class Pool : public Region {
   Status Init(const PoolOptions& options);
   Status CheckObjects();
   uint64_t ChunkUsable(size_t min_len, ChunkFit fit) const;
+  // Calls f(object, oid) for each object of pmemobj type `type` (a T:
+  // ListRoot or ChunkHeader), under EnumMutex.
+  template <class T, class F>
+  void ForEachOf(uint64_t type, F&& f) const;
   void UseSharedArena();  // under EnumMutex, before every allocation
   void Log(const std::string& msg) const;
 

@@ -80,7 +80,6 @@ class Gate {
   std::mutex exclusive_;
 };
 
-// Column families a WriteBatch touches.
 // Pool bytes of the node of a memtable entry of `bytes` key and value
 // bytes, at most: RocksDB's framing (sequence and type, two varint lengths,
 // up to 8 bytes of per-key protection) and the node header.

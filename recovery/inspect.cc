@@ -227,12 +227,15 @@ rocksdb::Status InspectPool(const std::string& pool_dir, PoolSummary* out,
   out->bytes_in_use = pool->BytesInUse();
   out->watermark_enabled = wm.enabled();
   out->watermark = wm.published();
-  // Damage the pool's open repaired (a list state word failing its check,
-  // kept as unflushed) is damage found: verify fails on it.
-  std::string first_error =
-      pool->open_repairs().empty() ? "" : pool->open_repairs().front();
-  if (first_error.empty() && !wm.Check().ok()) {
-    first_error = wm.Check().ToString();
+  // Damage the pool's open repaired (a list state word with a flipped bit,
+  // corrected) is damage found: verify fails on it, as on damaged root
+  // words.
+  const Status root = wm.Check();
+  std::string first_error;
+  if (!pool->open_repairs().empty()) {
+    first_error = pool->open_repairs().front();
+  } else if (!root.ok()) {
+    first_error = root.ToString();
   }
   const std::set<uint64_t> left = h->LeftoverIds();
   // Nothing named: RocksDB's default comparator, trusted only if it fits.

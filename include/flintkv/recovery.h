@@ -217,10 +217,10 @@ struct InspectOptions {
 // A comparator that cannot be had leaves that list's order unchecked (note).
 
 // Opens the pool read-mostly (opening frees lists retired before a crash,
-// and keeps a list whose state word is damaged as unflushed) and walks every
-// list with the validated walker. A structural problem is reported in
-// ListSummary::error and makes the status Corruption, as does a state word
-// the open repaired.
+// and corrects a list state word with one flipped bit) and walks every list
+// with the validated walker. A structural problem is reported in
+// ListSummary::error and makes the status Corruption, as do a state word
+// the open corrected and a damaged root word (W, R).
 rocksdb::Status InspectPool(const std::string& pool_dir, PoolSummary* out,
                             const InspectOptions& options = InspectOptions());
 

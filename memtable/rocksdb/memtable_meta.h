@@ -3,7 +3,6 @@
 #pragma once
 
 #include <cstdint>
-#include <initializer_list>
 
 #include "pmem/layout.h"
 
@@ -61,13 +60,10 @@ static_assert(sizeof(MemtableMeta) <= sizeof(pmem::ListRoot::user),
 constexpr uint32_t kRecoveryStateSalt = 0x59524345;  // "ECRY"
 
 inline uint64_t MetaCheck(const MemtableMeta& m) {
-  uint64_t h = 0x46544e4d45544143ull;
-  for (uint64_t w : {m.magic, uint64_t{m.column_family_id}, m.created_micros,
-                     m.incarnation, m.family, m.db_id_hash}) {
-    h = (h ^ w) * 0x9e3779b97f4a7c15ull;
-    h ^= h >> 31;
-  }
-  return h | 0x8000000000000001ull;  // never 0, nor 0 after one flip
+  return pmem::FieldsCheck(
+      0x46544e4d45544143ull,
+      {m.magic, uint64_t{m.column_family_id}, m.created_micros, m.incarnation,
+       m.family, m.db_id_hash});
 }
 
 // Completes a new list's meta: recovery mark clear, check set.

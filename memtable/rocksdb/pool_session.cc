@@ -227,9 +227,8 @@ Status PoolSession::BeginOpen(const void* factory, bool wal_logged,
                               uint64_t write_buffer_size) {
   std::lock_guard<std::mutex> g(mu_);
   const std::string& path = pool_->path();
-  if (Watermark(pool_.get()).record_intact()) {
-    Watermark(pool_.get()).MarkChecked();  // a damaged one: recovery says so
-  }
+  Watermark wm(pool_.get());
+  if (wm.record_intact()) wm.MarkChecked();  // a damaged one: recovery says so
   const auto now = std::chrono::steady_clock::now();
   for (const auto& [thread, p] : prepared_) {
     // An entry older than a minute is an open that failed before its first

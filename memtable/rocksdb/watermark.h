@@ -73,7 +73,7 @@ class Watermark {
   // W = max(W, seq), durable on return. A thread that loses the race still
   // writes the line back: the value in it is >= seq.
   void Publish(uint64_t seq) {
-    UseCheckedWords();
+    MarkChecked();
     uint64_t cur = __atomic_load_n(&w_[0], __ATOMIC_RELAXED);
     uint64_t v = 0;
     while ((!Decode(cur, &v) || v < seq) &&
@@ -83,9 +83,26 @@ class Watermark {
     pmem::PmemPersist::Persist(&w_[0], sizeof(uint64_t));  // P10
   }
   void SetPublished(uint64_t seq) { StoreSeq(0, seq); }
-  // From now on W and R + 1 are checked (a DB about to write: then a
-  // flipped bit in R is found also in pools no wrapper ever opened).
-  void MarkChecked() { UseCheckedWords(); }
+  // From now on W and R + 1 are checked (every DB open: then a flipped bit
+  // in R is found also in pools no wrapper ever opened). P8a: bare words are
+  // rewritten checked before the mark is written (a crash between leaves
+  // checked words, which decode either way), and the pool is marked as the
+  // current format first.
+  void MarkChecked() {
+    if (__atomic_load_n(&w_[3], __ATOMIC_ACQUIRE) == kRootWordsChecked) return;
+    pool_->UseCurrentFormat();
+    for (int i : {0, 2}) {
+      uint64_t raw = Load(i);
+      // A CAS: a concurrent Publish may have written a newer checked W.
+      if (raw >> 56 == 0 && raw != 0 &&
+          __atomic_compare_exchange_n(&w_[i], &raw, EncodeSeqWord(raw), false,
+                                      __ATOMIC_RELEASE, __ATOMIC_RELAXED)) {
+        pmem::PmemPersist::Persist(&w_[i], sizeof(uint64_t));
+      }
+    }
+    __atomic_store_n(&w_[3], kRootWordsChecked, __ATOMIC_RELEASE);
+    pmem::PmemPersist::Persist(&w_[3], sizeof(uint64_t));
+  }
   void Enable() { Store(1, kWatermarkEnabled); }
   void Disable() { Store(1, 0); }
 
@@ -112,7 +129,7 @@ class Watermark {
   }
   // The mark, read within three flipped bits of 0 or of kRootWordsChecked
   // (they differ in 32): one flipped bit of it must not make both words'
-  // overrides necessary. UseCheckedWords rewrites a flipped mark.
+  // overrides necessary. MarkChecked rewrites a flipped mark.
   bool MarkSet() const {
     return __builtin_popcountll(Load(3) ^ kRootWordsChecked) <= 3;
   }
@@ -128,26 +145,8 @@ class Watermark {
                               ": the pool root's " + what +
                               " fails its check (a flipped bit?)");
   }
-  // Before the first checked word: bare W and R + 1 rewritten checked, then
-  // the mark (a crash between leaves checked words, which decode either
-  // way), and the pool marked as the current format.
-  void UseCheckedWords() {
-    if (__atomic_load_n(&w_[3], __ATOMIC_ACQUIRE) == kRootWordsChecked) return;
-    pool_->UseCurrentFormat();
-    for (int i : {0, 2}) {
-      uint64_t raw = Load(i);
-      // A CAS: a concurrent Publish may have written a newer checked W.
-      if (raw >> 56 == 0 && raw != 0 &&
-          __atomic_compare_exchange_n(&w_[i], &raw, EncodeSeqWord(raw), false,
-                                      __ATOMIC_RELEASE, __ATOMIC_RELAXED)) {
-        pmem::PmemPersist::Persist(&w_[i], sizeof(uint64_t));
-      }
-    }
-    __atomic_store_n(&w_[3], kRootWordsChecked, __ATOMIC_RELEASE);
-    pmem::PmemPersist::Persist(&w_[3], sizeof(uint64_t));
-  }
   void StoreSeq(int i, uint64_t v) {
-    UseCheckedWords();
+    MarkChecked();
     Store(i, EncodeSeqWord(v));
   }
   uint64_t Load(int i) const {
