@@ -497,7 +497,8 @@ void Pool::UseCurrentFormat() {
   if (current_format_.load(std::memory_order_relaxed)) return;
   // Version 1 differs only in bare state words and zero identity checks,
   // which this build reads; from the first checked word on, a build that
-  // reads only version 1 must refuse the pool by its version.
+  // reads only version 1 must refuse the pool by its version (P8a: durable
+  // before the caller writes that word).
   root_->format_version = kFormatVersion;
   pmemobj_persist(pop_, &root_->format_version, sizeof(root_->format_version));
   current_format_.store(true, std::memory_order_release);
