@@ -11,7 +11,10 @@ namespace rocks {
 
 inline rocksdb::Status ToRocks(const Status& s) {
   if (s.ok()) return rocksdb::Status::OK();
-  std::string m = "flintkv: " + s.message();
+  // Messages made by the adapter already say whose they are.
+  std::string m = s.message().rfind("flintkv", 0) == 0
+                      ? s.message()
+                      : "flintkv: " + s.message();
   switch (s.code()) {
     case Status::Code::kCorruption:
       return rocksdb::Status::Corruption(m);
