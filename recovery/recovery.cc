@@ -13,12 +13,12 @@
 
 #include "flintkv/rocksdb_memtable.h"
 #include "memtable/rocksdb/crash_point.h"
+#include "memtable/rocksdb/db_binding.h"
 #include "memtable/rocksdb/memtable_meta.h"
 #include "memtable/rocksdb/pool_session.h"
 #include "memtable/rocksdb/status_convert.h"
 #include "memtable/rocksdb/watermark.h"
 #include "pmem/persist.h"
-#include "recovery/db_binding.h"
 #include "recovery/flint_db.h"
 #include "recovery/internal_key_cmp.h"
 #include "recovery/replay.h"
@@ -28,7 +28,9 @@
 
 namespace flintkv {
 
+using rocks::DbBinding;
 using rocks::PoolSession;
+using rocks::ReadDbBinding;
 using rocks::ToRocks;
 
 namespace {
@@ -431,11 +433,21 @@ std::string RecoveryReport::ToString() const {
   return buf;
 }
 
+namespace {
+// The DB's binding with the caller's overrides.
+DbBinding BindingFor(const std::string& db_path, const RecoveryOptions& o) {
+  DbBinding b = ReadDbBinding(db_path);
+  b.allow_foreign_open = o.allow_foreign_open;
+  b.accept_incarnation = o.accept_incarnation;
+  return b;
+}
+}  // namespace
+
 rocksdb::Status BeginRecovery(const std::string& db_path,
                               const RecoveryOptions& o) {
   std::shared_ptr<PoolSession> h;
   Status s = PoolSession::OpenExisting(o.pool_dir, &h);
-  if (s.ok()) s = h->Claim(ReadDbBinding(db_path, o), /*wrapper=*/false);
+  if (s.ok()) s = h->Claim(BindingFor(db_path, o), /*wrapper=*/false);
   return ToRocks(s);
 }
 
@@ -782,7 +794,7 @@ rocksdb::Status OpenDB(const rocksdb::DBOptions& db_options,
   // recovers its leftovers at every open (S3 checks they are its own).
   std::shared_ptr<PoolSession> h;
   Status hs = PoolSession::Open(o.pool_dir, o.pool_size, o.chunk_size, &h);
-  if (hs.ok()) hs = h->Claim(ReadDbBinding(name, o), /*wrapper=*/true);
+  if (hs.ok()) hs = h->Claim(BindingFor(name, o), /*wrapper=*/true);
   if (!hs.ok()) return ToRocks(hs);
   const bool recover = !h->ClaimedLists().empty();
   std::shared_ptr<rocksdb::MemTableRepFactory> factory;

@@ -44,27 +44,6 @@ bool DecodeEntity(rocksdb::Slice in, rocksdb::WideColumns* out) {
   return p == end;
 }
 
-bool DecodeEntry(const pmem::NvmNode* n, Entry* e) {
-  const char* p = n->data();
-  const char* end = p + n->data_size;
-  uint32_t ikey_len;
-  const char* k = memtable::DecodeVarint32(p, end, &ikey_len);
-  if (!k || ikey_len < 8 || ikey_len > static_cast<uint64_t>(end - k)) {
-    return false;
-  }
-  uint64_t packed;
-  std::memcpy(&packed, k + ikey_len - 8, 8);  // little-endian (x86)
-  e->user_key = rocksdb::Slice(k, ikey_len - 8);
-  e->seq = packed >> 8;
-  e->type = static_cast<uint8_t>(packed & 0xff);
-  uint32_t vlen;
-  const char* v = memtable::DecodeVarint32(k + ikey_len, end, &vlen);
-  if (!v || vlen > static_cast<uint64_t>(end - v)) return false;
-  e->value = rocksdb::Slice(v, vlen);
-  e->protection = rocksdb::Slice(v + vlen, end - (v + vlen));
-  return IsProtectionWidth(e->protection.size());
-}
-
 namespace {
 
 // A key for a message: as it is if printable, else in hex.

@@ -39,6 +39,7 @@
 
 #include "flintkv/recovery.h"
 #include "memtable/list_walk.h"
+#include "memtable/rocksdb/memtable_entry.h"
 #include "pmem/layout.h"
 #include "pmem/pool.h"
 #include "rocksdb/comparator.h"
@@ -50,32 +51,18 @@
 namespace flintkv {
 namespace replay {
 
-// RocksDB value types that can appear in a memtable rep (db/dbformat.h).
-constexpr uint8_t kTypeDeletion = 0x0;
-constexpr uint8_t kTypeValue = 0x1;
-constexpr uint8_t kTypeMerge = 0x2;
-constexpr uint8_t kTypeSingleDeletion = 0x7;
-constexpr uint8_t kTypeWideColumnEntity = 0x16;
-// RocksDB 9's TimedPut: the value is followed by its fixed64 unix write time
-// (PackValueAndWriteTime, db/seqno_to_time_mapping.cc).
-constexpr uint8_t kTypeValuePreferredSeqno = 0x18;
-
-// One decoded RocksDB memtable entry, pointing into the pool.
-struct Entry {
-  rocksdb::Slice user_key;
-  uint64_t seq;
-  uint8_t type;
-  rocksdb::Slice value;
-  // RocksDB's per-key checksum bytes (memtable_protection_bytes_per_key:
-  // 0, 1, 2, 4 or 8 of them), see rocksdb_entry_checksum.h.
-  rocksdb::Slice protection;
-};
-
-// varint32 ikey_len | user key | fixed64 (seq << 8 | type) | varint32 vlen
-// | value [| checksum]. False if the node does not hold such an entry (also
-// if the bytes after the value are not a protection width). The checksum
-// is not checked here: see CheckEntry.
-bool DecodeEntry(const pmem::NvmNode* n, Entry* e);
+// Entry types and the entry decoding are the adapter's
+// (memtable/rocksdb/memtable_entry.h).
+using rocks::kTypeDeletion;
+using rocks::kTypeMerge;
+using rocks::kTypeSingleDeletion;
+using rocks::kTypeValue;
+using rocks::kTypeValuePreferredSeqno;
+using rocks::kTypeWideColumnEntity;
+using Entry = rocks::MemtableEntry;
+inline bool DecodeEntry(const pmem::NvmNode* n, Entry* e) {
+  return rocks::DecodeMemtableEntry(n, e);
+}
 
 // Node n of list l decoded (into *e) and, where RocksDB stored a per-key
 // checksum, checked against it. "" if both hold, else what is wrong,

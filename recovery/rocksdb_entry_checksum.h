@@ -20,6 +20,7 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "memtable/rocksdb/memtable_entry.h"
 #include "memtable/rocksdb/rocksdb_version_gate.h"
 #include "rocksdb/slice.h"
 
@@ -36,10 +37,7 @@ uint64_t Hash64(const char* data, size_t n, uint64_t seed);
 namespace flintkv {
 namespace replay {
 
-// The widths RocksDB accepts for memtable_protection_bytes_per_key.
-inline bool IsProtectionWidth(size_t w) {
-  return w == 0 || w == 1 || w == 2 || w == 4 || w == 8;
-}
+using rocks::IsProtectionWidth;
 
 // ProtectionInfo64().ProtectKVO(user_key, value, type).ProtectS(seq).
 inline uint64_t EntryChecksum(const rocksdb::Slice& user_key,

@@ -23,7 +23,7 @@
 // recoveries stays one family). Both are recorded in every list the life
 // creates and, through the factory's `incarnation` and `family` options, in
 // the DB's OPTIONS file. Recovery reads the DB's latest OPTIONS file and
-// IDENTITY and claims only lists of that family (recovery/db_binding.h).
+// IDENTITY and claims only lists of that family (db_binding.h).
 //
 // Invariants (docs/invariants.md):
 //  S1 one DB life per pool at a time: BeginOpen refuses while another life
@@ -90,10 +90,11 @@ struct SpaceRule {
   }
 };
 
-// The DB a recovery is for, as its files tell (recovery/db_binding.h).
+// The DB a recovery is for, as its files tell (db_binding.h).
 struct DbBinding {
   std::string db_path;
   std::string options_file;  // latest OPTIONS file ("" if none)
+  std::string wal_dir;       // the wal_dir it names ("": the DB's directory)
   // The latest OPTIONS file names the flintkv memtable factory; false means
   // the DB was last opened without FlintKV (or has no OPTIONS file).
   bool options_flintkv = false;

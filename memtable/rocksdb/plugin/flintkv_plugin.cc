@@ -9,6 +9,7 @@
 #include "memtable/free_extents.cc"
 #include "memtable/index_alloc.cc"
 #include "memtable/node_arena.cc"
+#include "memtable/rocksdb/db_binding.cc"
 #include "memtable/rocksdb/flintkv_factory.cc"
 #include "memtable/rocksdb/flintkv_rep.cc"
 #include "memtable/rocksdb/iterator_cache.cc"
