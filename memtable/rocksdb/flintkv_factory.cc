@@ -134,8 +134,11 @@ class FlintKVFactory : public rocksdb::MemTableRepFactory {
     rocksdb::Status us = CheckOptions(db, cf, ctx);
     if (!us.ok()) return us;
     // S1, S2; starts the DB's life on the pool.
+    OpenWal wal;
+    wal.wal_dir = db.wal_dir;
+    wal.filtered = db.wal_filter != nullptr;
     us = ToRocks(
-        pool_->BeginOpen(this, options_.wal_logged, cf.write_buffer_size));
+        pool_->BeginOpen(this, options_.wal_logged, cf.write_buffer_size, wal));
     if (!us.ok()) return us;
     return rocksdb::MemTableRepFactory::ValidateOptions(db, cf);
   }

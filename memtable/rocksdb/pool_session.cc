@@ -8,6 +8,9 @@
 #include <cstring>
 #include <random>
 
+#include "memtable/rocksdb/db_binding.h"
+#include "memtable/rocksdb/db_location.h"
+#include "memtable/rocksdb/wal_coverage.h"
 #include "memtable/rocksdb/watermark.h"
 #include "pmem/persist.h"
 
@@ -152,7 +155,10 @@ std::vector<std::string> PoolSession::NoticesFor(const void* logger) {
   std::lock_guard<std::mutex> g(mu_);
   if (logger == noticed_logger_) return {};
   noticed_logger_ = logger;
-  return notices_;
+  std::vector<std::string> out = notices_;
+  out.insert(out.end(), open_notes_.begin(), open_notes_.end());
+  open_notes_.clear();
+  return out;
 }
 
 uint64_t PoolSession::NewIncarnation() {
@@ -224,7 +230,7 @@ bool PoolSession::offline_recovery_claim() const {
 }
 
 Status PoolSession::BeginOpen(const void* factory, bool wal_logged,
-                              uint64_t write_buffer_size) {
+                              uint64_t write_buffer_size, const OpenWal& wal) {
   std::lock_guard<std::mutex> g(mu_);
   const std::string& path = pool_->path();
   Watermark wm(pool_.get());
@@ -255,16 +261,23 @@ Status PoolSession::BeginOpen(const void* factory, bool wal_logged,
                         "of this process; open the DB once it is done");
   }
   if (!claimed_) ScanLeftoversLocked();
+  std::string why_not;
+  if (!claimed_ && !leftovers_.empty()) DropWalCoveredLocked(wal, &why_not);
   if (!claimed_ && !leftovers_.empty()) {  // S2
     return Status::InvalidArgument(
         "flintkv: pool " + path + " holds " +
         std::to_string(leftovers_.size()) + " unflushed memtable(s) (" +
         LeftoverSummaryLocked() +
         ") of a crashed run, of a close that did not flush them, or of a "
-        "dropped column family; recover them first: flintkv_tool recover "
-        "--db=<this DB's path> --pool_dir=" +
+        "dropped column family, with writes that RocksDB's WAL replay cannot "
+        "restore: " +
+        why_not +
+        ". Recover them first: flintkv_tool recover --db=<this DB's path> "
+        "--pool_dir=" +
         pool_dir_ +
-        " (or open the DB with flintkv::OpenDB, which recovers by itself)");
+        " (or open the DB with flintkv::OpenDB, which recovers by itself). "
+        "A DB whose writes all keep the WAL on can set wal_logged=true in "
+        "the memtable options: its Close then leaves nothing in the pool");
   }
   // A new life for this thread's open. The open's next column family
   // prepares it again: no list carries the number yet. Pressure reports
@@ -387,7 +400,86 @@ void PoolSession::OnListFlushed(uint64_t incarnation, uint64_t seq) {
 void PoolSession::OnOptionsPersisted(uint64_t incarnation) {
   std::lock_guard<std::mutex> g(mu_);
   auto it = lives_.find(incarnation);
-  if (it != lives_.end() && it->second.lists > 0) it->second.opened = true;
+  if (it == lives_.end() || it->second.lists == 0 || it->second.opened) return;
+  it->second.opened = true;
+  // S5: where this life's WAL is, for the open after a crash or a Close.
+  RecordDbLocation(pool_dir_, incarnation, OpenOptionsFileDirs());
+}
+
+void PoolSession::DropWalCoveredLocked(const OpenWal& wal,
+                                       std::string* why_not) {
+  if (wal.filtered) {
+    *why_not = "the DB's options set a WAL filter, which may skip records";
+    return;
+  }
+  std::map<uint64_t, std::vector<pmem::ListRoot*>> by_life;
+  for (pmem::ListRoot* l : pool_->Lists()) {
+    if (leftovers_.count(l->list_id)) {
+      by_life[MetaOf(l)->incarnation].push_back(l);
+    }
+  }
+  std::vector<std::string> reasons;
+  for (auto& [inc, lists] : by_life) {
+    std::string wal_dir,
+        why =
+            "their DB's WAL cannot be found (no DB directory is recorded for "
+            "their life: a run of an older FlintKV, or one killed inside "
+            "DB::Open)";
+    for (const std::string& dir : RecordedDbLocations(pool_dir_, inc)) {
+      DbBinding b = ReadDbBinding(dir);
+      if (!b.options_flintkv || b.incarnation != inc) {
+        why = dir +
+              " was opened again since (its OPTIONS file names "
+              "another life), or is another DB";
+        continue;
+      }
+      const std::string logs = b.wal_dir.empty() ? dir : b.wal_dir;
+      if (wal.wal_dir != b.wal_dir && wal.wal_dir != logs) {
+        why = "this open reads its WAL from " +
+              (wal.wal_dir.empty() ? std::string("the DB's directory")
+                                   : wal.wal_dir) +
+              ", not from " + logs + " where their DB wrote it";
+        continue;
+      }
+      wal_dir = logs;
+      break;
+    }
+    if (wal_dir.empty()) {
+      reasons.push_back(why);
+      continue;
+    }
+    WalCoverage c;
+    Status s = CheckWalCoverage(*pool_, lists, wal_dir, &c);
+    if (!s.ok()) {
+      reasons.push_back(s.message());
+      continue;
+    }
+    for (pmem::ListRoot* l : lists) {
+      if (c.covered.count(l->list_id)) pool_->DropList(l);  // S5
+    }
+    if (!c.covered.empty()) {
+      open_notes_.push_back(
+          "flintkv: " + std::to_string(c.covered.size()) +
+          " memtable(s) the last run of this DB left unflushed are in its "
+          "WAL (" +
+          wal_dir +
+          "): RocksDB's WAL replay restores them; dropped from pool " +
+          pool_->path());
+    }
+    if (c.covered.size() < lists.size()) {
+      reasons.push_back(
+          std::to_string(c.entries - c.found) + " of their " +
+          std::to_string(c.entries) + " entries are not in the WAL in " +
+          wal_dir + " (writes with disableWAL" +
+          (c.stopped.empty()
+               ? std::string(")")
+               : "; the WAL was read up to where " + c.stopped + ")"));
+    }
+  }
+  ScanLeftoversLocked();
+  for (const auto& r : reasons) {
+    *why_not += (why_not->empty() ? "" : "; ") + r;
+  }
 }
 
 Status PoolSession::Claim(const DbBinding& b, bool wrapper) {

@@ -42,7 +42,15 @@
 //     (MemTableOptions::wal_logged), or when it is destroyed before its
 //     DB::Open finished (it then holds WAL replay only: RocksDB flushed it
 //     to SST itself, or the open failed and the WAL is still there); a
-//     memtable destroyed unflushed otherwise stays for recovery.
+//     memtable destroyed unflushed otherwise stays for recovery;
+//  S5 a plain DB::Open drops a leftover list instead of refusing only when
+//     the WAL of the DB that wrote it holds every committed entry of it
+//     (wal_coverage.h, C1-C2): the DB's latest OPTIONS file must name the
+//     list's life (db_location.h, db_binding.h) and the open must read the
+//     same WAL directory. RocksDB's WAL replay then restores the entries,
+//     or they are in SST files already; a crash after the drop finds them
+//     in the WAL again. Lists the WAL does not hold (disableWAL writes)
+//     keep S2's refusal.
 // Thread safety: every member is thread-safe (one mutex; none is on the
 // write path: memtable creation and destruction only).
 // Persistence: list stamps are written with the list (Pool::CreateList is
@@ -108,6 +116,12 @@ struct DbBinding {
   uint64_t accept_incarnation = 0;
 };
 
+// What a plain DB::Open's options say about the WAL its replay reads (S5).
+struct OpenWal {
+  std::string wal_dir;    // DBOptions::wal_dir ("": the DB's directory)
+  bool filtered = false;  // a WalFilter, which may skip records, is set
+};
+
 class PoolSession : public std::enable_shared_from_this<PoolSession> {
  public:
   // Opens pool_dir/flintkv.pool (creating dir and pool if missing), or
@@ -133,7 +147,8 @@ class PoolSession : public std::enable_shared_from_this<PoolSession> {
   // stderr) ----
   // The pool's notices from its open (emulated PMEM, no pmempool), which
   // comes before any RocksDB Logger exists: returned once per Logger, for
-  // the first memtable of each DB, empty otherwise.
+  // the first memtable of each DB, empty otherwise; with them, once, what
+  // the last BeginOpen did about leftovers (S5).
   std::vector<std::string> NoticesFor(const void* logger);
   // True at most once per `interval` for this pool (space_wait.h: one
   // "waiting for flushes" line however many threads wait).
@@ -142,11 +157,12 @@ class PoolSession : public std::enable_shared_from_this<PoolSession> {
   // ---- DB lives (the factory and its memtables) ----
   // DB::Open is starting on this thread (once per column family;
   // option_checks.h has run). Refuses a second DB (S1) and an open over
-  // unclaimed leftovers (S2); otherwise prepares a new life for the thread.
+  // unclaimed leftovers (S2) that the DB's WAL does not hold (S5);
+  // otherwise prepares a new life for the thread.
   // `factory`: the factory object (a DB's OPTIONS file records the life of
   // the factory that serialized it, so one factory serves one opening DB).
   Status BeginOpen(const void* factory, bool wal_logged,
-                   uint64_t write_buffer_size);
+                   uint64_t write_buffer_size, const OpenWal& wal);
   // The next life is an OpenDB wrapper's (its claim says so).
   bool wrapper_claim() const;
   // RecoverDB's claim: its DB::Open replays the leftovers and closes, so the
@@ -215,12 +231,16 @@ class PoolSession : public std::enable_shared_from_this<PoolSession> {
   bool AnyLiveLocked() const;
   PoolSession() = default;
   void ScanLeftoversLocked();
+  // S5: drops the leftovers the WAL of their DB holds; says in *why_not
+  // what keeps the others.
+  void DropWalCoveredLocked(const OpenWal& wal, std::string* why_not);
   std::string LeftoverSummaryLocked() const;
   static uint64_t NewIncarnation();
 
   mutable std::mutex mu_;
   std::unique_ptr<pmem::Pool> pool_;
   std::vector<std::string> notices_;      // the pool's, from its open
+  std::vector<std::string> open_notes_;   // for the next DB's log, once
   const void* noticed_logger_ = nullptr;  // the last Logger given them
   // steady_clock ticks of the last space-wait notice (min: none yet).
   std::atomic<int64_t> space_wait_noticed_{INT64_MIN};
