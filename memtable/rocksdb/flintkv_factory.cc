@@ -137,6 +137,7 @@ class FlintKVFactory : public rocksdb::MemTableRepFactory {
     OpenWal wal;
     wal.wal_dir = db.wal_dir;
     wal.filtered = db.wal_filter != nullptr;
+    wal.best_efforts = db.best_efforts_recovery;
     us = ToRocks(
         pool_->BeginOpen(this, options_.wal_logged, cf.write_buffer_size, wal));
     if (!us.ok()) return us;

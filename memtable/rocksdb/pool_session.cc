@@ -98,16 +98,7 @@ Status PoolSession::Open(const std::string& pool_dir, uint64_t pool_size,
   h->space_ = SpaceRule::For(h->pool_->size(), h->pool_->chunk_size());
   h->pool_->set_reserve_bytes(h->space_.reserve);
   h->ScanLeftoversLocked();
-  if (h->leftovers_.empty()) {
-    // No leftover memtable holds an entry, so a watermark left enabled by a
-    // wrapper that crashed with empty memtables filters nothing that exists;
-    // a plain-factory run that follows never publishes it, and recovery
-    // would drop that run's writes as "above W". An unfinished recovery
-    // epoch (R set) is finished the same way: nothing is left.
-    Watermark wm(h->pool_.get());
-    if (wm.reset_pending()) wm.FinishReset();
-    if (wm.enabled()) wm.Disable();
-  }
+  if (h->leftovers_.empty()) h->ClearStaleWatermarkLocked();
   Registry()[path] = h;
   *out = h;
   return Status::OK();
@@ -186,6 +177,17 @@ void PoolSession::ScanLeftoversLocked() {
     }
     if (l->head.next != 0) leftovers_.insert(l->list_id);
   }
+}
+
+void PoolSession::ClearStaleWatermarkLocked() {
+  // No leftover memtable holds an entry, so a watermark left enabled by a
+  // wrapper that crashed with empty memtables filters nothing that exists;
+  // a plain-factory run that follows never publishes it, and recovery
+  // would drop that run's writes as "above W". An unfinished recovery
+  // epoch (R set) is finished the same way: nothing is left.
+  Watermark wm(pool_.get());
+  if (wm.reset_pending()) wm.FinishReset();
+  if (wm.enabled()) wm.Disable();
 }
 
 bool PoolSession::AnyLiveLocked() const {
@@ -412,13 +414,21 @@ void PoolSession::DropWalCoveredLocked(const OpenWal& wal,
     *why_not = "the DB's options set a WAL filter, which may skip records";
     return;
   }
+  if (wal.best_efforts) {
+    *why_not = "best_efforts_recovery is set, and it replays no WAL";
+    return;
+  }
   std::map<uint64_t, std::vector<pmem::ListRoot*>> by_life;
   for (pmem::ListRoot* l : pool_->Lists()) {
     if (leftovers_.count(l->list_id)) {
       by_life[MetaOf(l)->incarnation].push_back(l);
     }
   }
+  // Every life's lists are checked before any is dropped: the open drops
+  // them all or none, so a refused open leaves the pool as it was.
   std::vector<std::string> reasons;
+  std::set<std::string> wal_dirs;
+  size_t covered = 0;
   for (auto& [inc, lists] : by_life) {
     std::string wal_dir,
         why =
@@ -454,32 +464,48 @@ void PoolSession::DropWalCoveredLocked(const OpenWal& wal,
       reasons.push_back(s.message());
       continue;
     }
-    for (pmem::ListRoot* l : lists) {
-      if (c.covered.count(l->list_id)) pool_->DropList(l);  // S5
+    covered += c.covered.size();
+    wal_dirs.insert(wal_dir);
+    if (c.covered.size() == lists.size()) continue;
+    std::string r = std::to_string(c.entries - c.found) + " of their " +
+                    std::to_string(c.entries) + " entries were not found in " +
+                    "the WAL in " + wal_dir;
+    if (!c.stopped.empty()) {
+      r += " (the WAL was read only up to " + c.stopped + ")";
+    } else if (c.abandoned_batches > 0) {
+      r += " (writes with disableWAL, or " +
+           std::to_string(c.abandoned_batches) +
+           " WAL batches this check does not follow: 2PC transactions, "
+           "blob indexes, TimedPut)";
+    } else {
+      r += " (writes with disableWAL, or entries the memtable holds "
+           "otherwise than the WAL does, e.g. merged by "
+           "max_successive_merges)";
     }
-    if (!c.covered.empty()) {
-      open_notes_.push_back(
-          "flintkv: " + std::to_string(c.covered.size()) +
-          " memtable(s) the last run of this DB left unflushed are in its "
-          "WAL (" +
-          wal_dir +
-          "): RocksDB's WAL replay restores them; dropped from pool " +
-          pool_->path());
-    }
-    if (c.covered.size() < lists.size()) {
-      reasons.push_back(
-          std::to_string(c.entries - c.found) + " of their " +
-          std::to_string(c.entries) + " entries are not in the WAL in " +
-          wal_dir + " (writes with disableWAL" +
-          (c.stopped.empty()
-               ? std::string(")")
-               : "; the WAL was read up to where " + c.stopped + ")"));
+    reasons.push_back(r);
+  }
+  if (reasons.empty()) {
+    for (const std::string& dir : wal_dirs) {  // C3
+      Status s = SyncWalFiles(dir);
+      if (!s.ok()) reasons.push_back(s.message());
     }
   }
+  if (!reasons.empty()) {
+    for (const auto& r : reasons) {
+      *why_not += (why_not->empty() ? "" : "; ") + r;
+    }
+    return;
+  }
+  for (auto& [inc, lists] : by_life) {
+    for (pmem::ListRoot* l : lists) pool_->DropList(l);  // S5
+  }
+  open_notes_.push_back(
+      "flintkv: " + std::to_string(covered) +
+      " memtable(s) the last run of this DB left unflushed are in its WAL: "
+      "RocksDB's WAL replay restores them; dropped from pool " +
+      pool_->path());
   ScanLeftoversLocked();
-  for (const auto& r : reasons) {
-    *why_not += (why_not->empty() ? "" : "; ") + r;
-  }
+  if (leftovers_.empty()) ClearStaleWatermarkLocked();
 }
 
 Status PoolSession::Claim(const DbBinding& b, bool wrapper) {

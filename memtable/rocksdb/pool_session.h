@@ -43,14 +43,16 @@
 //     DB::Open finished (it then holds WAL replay only: RocksDB flushed it
 //     to SST itself, or the open failed and the WAL is still there); a
 //     memtable destroyed unflushed otherwise stays for recovery;
-//  S5 a plain DB::Open drops a leftover list instead of refusing only when
-//     the WAL of the DB that wrote it holds every committed entry of it
-//     (wal_coverage.h, C1-C2): the DB's latest OPTIONS file must name the
-//     list's life (db_location.h, db_binding.h) and the open must read the
-//     same WAL directory. RocksDB's WAL replay then restores the entries,
-//     or they are in SST files already; a crash after the drop finds them
-//     in the WAL again. Lists the WAL does not hold (disableWAL writes)
-//     keep S2's refusal.
+//  S5 a plain DB::Open drops the leftover lists instead of refusing only
+//     when the WAL of the DB that wrote them holds every committed entry of
+//     every one (wal_coverage.h, C1-C3), and drops all or none: the DB's
+//     latest OPTIONS file must name each list's life (db_location.h,
+//     db_binding.h), the open must read the same WAL directory and replay
+//     it (no WAL filter, no best_efforts_recovery), and the WAL files are
+//     synced first. RocksDB's WAL replay then restores the entries, or
+//     they are in SST files already; a crash after the drop finds them in
+//     the WAL again. Otherwise S2's refusal stands and the pool is as it
+//     was.
 // Thread safety: every member is thread-safe (one mutex; none is on the
 // write path: memtable creation and destruction only).
 // Persistence: list stamps are written with the list (Pool::CreateList is
@@ -118,8 +120,9 @@ struct DbBinding {
 
 // What a plain DB::Open's options say about the WAL its replay reads (S5).
 struct OpenWal {
-  std::string wal_dir;    // DBOptions::wal_dir ("": the DB's directory)
-  bool filtered = false;  // a WalFilter, which may skip records, is set
+  std::string wal_dir;        // DBOptions::wal_dir ("": the DB's directory)
+  bool filtered = false;      // a WalFilter, which may skip records, is set
+  bool best_efforts = false;  // best_efforts_recovery: no WAL is replayed
 };
 
 class PoolSession : public std::enable_shared_from_this<PoolSession> {
@@ -234,6 +237,9 @@ class PoolSession : public std::enable_shared_from_this<PoolSession> {
   // S5: drops the leftovers the WAL of their DB holds; says in *why_not
   // what keeps the others.
   void DropWalCoveredLocked(const OpenWal& wal, std::string* why_not);
+  // With no leftover left, a watermark or recovery record still set filters
+  // nothing that exists: cleared, so no later run is filtered by it.
+  void ClearStaleWatermarkLocked();
   std::string LeftoverSummaryLocked() const;
   static uint64_t NewIncarnation();
 

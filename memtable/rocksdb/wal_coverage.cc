@@ -1,8 +1,11 @@
 #include "memtable/rocksdb/wal_coverage.h"
 
 #include <dirent.h>
+#include <fcntl.h>
+#include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <cstdio>
 #include <cstring>
 #include <functional>
@@ -14,6 +17,7 @@
 #include "memtable/rocksdb/memtable_entry.h"
 #include "memtable/rocksdb/memtable_meta.h"
 #include "rocksdb/file_checksum.h"
+#include "rocksdb/version.h"
 #include "rocksdb/write_batch.h"
 
 namespace flintkv {
@@ -84,7 +88,7 @@ Status ListWalFiles(const std::string& dir,
 
 // One WAL file's records (C2). False when the read must end here (*stopped
 // says why; "" when fn asked to stop).
-bool ReadWalFile(uint64_t number, const std::string& path,
+bool ReadWalFile(uint64_t number, const std::string& path, bool last,
                  const std::function<bool(uint64_t, const std::string&)>& fn,
                  std::string* stopped) {
   std::unique_ptr<FILE, int (*)(FILE*)> f(std::fopen(path.c_str(), "rb"),
@@ -107,9 +111,15 @@ bool ReadWalFile(uint64_t number, const std::string& path,
           (static_cast<uint32_t>(static_cast<uint8_t>(h[5])) << 8);
       const uint8_t type = static_cast<uint8_t>(h[6]);
       if (type == kZeroType && length == 0) {
-        // Preallocated, never written: the end of what this log holds.
-        if (in_record) return stop("a record is cut off");
-        return true;
+        // Zeros: the unwritten end of the newest log, or a zeroed region
+        // (RocksDB's reader skips the rest of the block and then usually
+        // finds a fragment without its start, which ends point-in-time
+        // recovery). Nothing after it counts, in this log or a later one.
+        if (in_record || !last) {
+          return stop("a zeroed region at offset " +
+                      std::to_string(block_no * kBlockSize + pos));
+        }
+        return false;
       }
       const bool recyclable =
           type >= kRecyclableFullType && type <= kRecyclableLastType;
@@ -171,11 +181,14 @@ struct Want {
   bool operator<(const Want& o) const { return seq < o.seq; }
 };
 
-// Walks one WAL batch as RocksDB's WAL replay inserts it: every operation
-// but LogData takes the next sequence number (seq_per_batch is off for
-// every write policy FlintKV accepts). An operation this handler does not
-// override (blob indexes, 2PC markers, TimedPut) ends the batch's walk
-// (RocksDB's default handler fails it), and its entries stay unmatched.
+// Walks one WAL batch as RocksDB's WAL replay inserts it (MemTableInserter
+// with seq_per_batch off, as for every write policy FlintKV accepts): every
+// operation takes the next sequence number, LogData and the Noop a
+// TransactionDB batch starts with take none. A 2PC section (its entries are
+// inserted at the commit's sequence number), a blob index or a TimedPut
+// ends the batch's walk and its entries stay unmatched: abandoned() then
+// says so. Every callback returns OK (RocksDB asserts that of markers) and
+// Continue() stops the walk.
 class Matcher : public rocksdb::WriteBatch::Handler {
  public:
   Matcher(std::vector<Want>* wants, std::vector<bool>* hit, uint64_t seq)
@@ -205,8 +218,39 @@ class Matcher : public rocksdb::WriteBatch::Handler {
     seq_++;
     return rocksdb::Status::OK();
   }
+  rocksdb::Status MarkNoop(bool) override { return rocksdb::Status::OK(); }
+  rocksdb::Status MarkBeginPrepare(bool) override { return Abandon(); }
+  rocksdb::Status MarkEndPrepare(const rocksdb::Slice&) override {
+    return Abandon();
+  }
+  rocksdb::Status MarkCommit(const rocksdb::Slice&) override {
+    return Abandon();
+  }
+  rocksdb::Status MarkCommitWithTimestamp(const rocksdb::Slice&,
+                                          const rocksdb::Slice&) override {
+    return Abandon();
+  }
+  rocksdb::Status MarkRollback(const rocksdb::Slice&) override {
+    return Abandon();
+  }
+  rocksdb::Status PutBlobIndexCF(uint32_t, const rocksdb::Slice&,
+                                 const rocksdb::Slice&) override {
+    return Abandon();
+  }
+#if ROCKSDB_MAJOR >= 9
+  rocksdb::Status TimedPutCF(uint32_t, const rocksdb::Slice&,
+                             const rocksdb::Slice&, uint64_t) override {
+    return Abandon();
+  }
+#endif
+  bool Continue() override { return !abandoned_; }
+  bool abandoned() const { return abandoned_; }
 
  private:
+  rocksdb::Status Abandon() {
+    abandoned_ = true;
+    return rocksdb::Status::OK();
+  }
   rocksdb::Status Match(uint32_t cf, uint8_t type, const rocksdb::Slice& k,
                         const rocksdb::Slice& v) {
     const uint64_t seq = seq_++;
@@ -226,6 +270,7 @@ class Matcher : public rocksdb::WriteBatch::Handler {
   std::vector<Want>* wants_;
   std::vector<bool>* hit_;
   uint64_t seq_;
+  bool abandoned_ = false;
 };
 
 }  // namespace
@@ -239,11 +284,29 @@ Status ForEachWalRecord(
   if (!s.ok()) return s;
   stopped->clear();
   *files = 0;
-  for (const auto& [number, path] : logs) {
+  for (auto it = logs.begin(); it != logs.end(); ++it) {
     ++*files;
-    if (!ReadWalFile(number, path, fn, stopped)) break;
+    if (!ReadWalFile(it->first, it->second, std::next(it) == logs.end(), fn,
+                     stopped)) {
+      break;
+    }
   }
   return Status::OK();
+}
+
+Status SyncWalFiles(const std::string& wal_dir) {
+  std::map<uint64_t, std::string> logs;
+  Status s = ListWalFiles(wal_dir, &logs);
+  for (const auto& [number, path] : logs) {
+    if (!s.ok()) break;
+    const int fd = open(path.c_str(), O_RDONLY);
+    if (fd < 0 || fdatasync(fd) != 0) {
+      s = Status::IOError("cannot sync the WAL file " + path + ": " +
+                          std::strerror(errno));
+    }
+    if (fd >= 0) close(fd);
+  }
+  return s;
 }
 
 Status CheckWalCoverage(const pmem::Pool& pool,
@@ -297,7 +360,12 @@ Status CheckWalCoverage(const pmem::Pool& pool,
         std::memcpy(&seq, record.data(), 8);  // WriteBatch header, LE
         rocksdb::WriteBatch batch(record);
         Matcher m(&wants, &hit, seq);
-        batch.Iterate(&m).PermitUncheckedError();
+        rocksdb::Status bs = batch.Iterate(&m);
+        if (!bs.ok()) {  // RocksDB's replay stops at such a batch too
+          out->stopped = "a WAL write batch fails to parse: " + bs.ToString();
+          return false;
+        }
+        out->abandoned_batches += m.abandoned();
         return true;
       },
       &out->wal_files, &out->stopped);

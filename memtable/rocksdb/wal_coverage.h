@@ -17,11 +17,15 @@
 //     that parsed and passed its checksum, at that sequence number; the
 //     list's metadata must be intact and its walk must succeed;
 //  C2 the WAL files are read in log-number order and the read ends at the
-//     first fragment that is torn, fails its checksum or has a type this
-//     reader does not know (a compressed WAL, a newer format): RocksDB's
-//     point-in-time recovery stops at the first such record too, so an
-//     entry after it is never counted. The check errs only towards "not
-//     covered", which keeps today's refusal.
+//     first fragment that is torn, fails its checksum, is zeroed (except
+//     the unwritten end of the newest log) or has a type this reader does
+//     not know (a compressed WAL, a newer format), and at the first batch
+//     that fails to parse: RocksDB's point-in-time recovery stops at the
+//     first such record too, so an entry after it is never counted. The
+//     check errs only towards "not covered", which keeps the refusal;
+//  C3 before a list is dropped on the WAL's word, the WAL files are
+//     fdatasynced (a WAL-on write without sync=true may still be only in
+//     the page cache, while the pool's copy is durable).
 // Thread safety: stateless; the caller holds the pool's session. Persistence:
 // reads the pool and the WAL files only.
 #pragma once
@@ -44,6 +48,9 @@ struct WalCoverage {
   uint64_t found = 0;          // of those, found in the WAL
   uint64_t wal_files = 0;
   uint64_t wal_batches = 0;
+  // Batches whose walk ended at an operation the check does not follow (a
+  // 2PC section, a blob index, a TimedPut): their entries are unmatched.
+  uint64_t abandoned_batches = 0;
   // Why the WAL was not read to its end (C2), or "" if it was.
   std::string stopped;
 };
@@ -53,6 +60,10 @@ struct WalCoverage {
 Status CheckWalCoverage(const pmem::Pool& pool,
                         const std::vector<pmem::ListRoot*>& lists,
                         const std::string& wal_dir, WalCoverage* out);
+
+// fdatasyncs every WAL file in wal_dir: before a list the WAL holds is
+// dropped from the pool, the WAL copy must be as durable as the pool's.
+Status SyncWalFiles(const std::string& wal_dir);
 
 // Calls fn(log_number, record) for each complete record of the WAL files
 // in wal_dir, oldest log first, until fn returns false or the read ends

@@ -5,14 +5,17 @@
 // (refused, then recovered). Each test reads every acknowledged key back.
 #include <gtest/gtest.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <cstdio>
 #include <fstream>
 #include <string>
+#include <vector>
 
 #include "flintkv/recovery.h"
 #include "flintkv/rocksdb_memtable.h"
 #include "rocksdb/db.h"
+#include "rocksdb/utilities/transaction_db.h"
 #include "tests/recovery/rocksdb_scenario.h"
 
 namespace flintkv {
@@ -86,6 +89,22 @@ class WalRestartTest : public ScenarioTest {
     return n;
   }
   static std::string Text(const rocksdb::Status& s) { return s.ToString(); }
+  // The DB's WAL files, oldest first.
+  std::vector<std::string> WalFiles() {
+    std::vector<std::string> out;
+    for (int n = 1; n < 200; n++) {
+      char name[32];
+      std::snprintf(name, sizeof(name), "/%06d.log", n);
+      if (access((DbDir(dir_) + name).c_str(), F_OK) == 0) {
+        out.push_back(DbDir(dir_) + name);
+      }
+    }
+    return out;
+  }
+  static uint64_t Size(const std::string& path) {
+    struct stat st;
+    return stat(path.c_str(), &st) == 0 ? st.st_size : 0;
+  }
   static int Count(const std::string& s, const std::string& what) {
     int n = 0;
     for (size_t p = s.find(what); p != std::string::npos;
@@ -161,7 +180,7 @@ TEST_F(WalRestartTest, MixedWithAvoidFlushKeepsEveryWrite) {
   delete db;
   const std::string m = Text(s);
   EXPECT_EQ(Count(m, "flintkv: "), 1) << m;
-  EXPECT_NE(m.find("not in the WAL"), std::string::npos) << m;
+  EXPECT_NE(m.find("were not found in the WAL"), std::string::npos) << m;
   EXPECT_NE(m.find("disableWAL"), std::string::npos) << m;
   EXPECT_NE(m.find("flintkv_tool recover"), std::string::npos) << m;
   EXPECT_NE(m.find("wal_logged=true"), std::string::npos) << m;
@@ -185,13 +204,8 @@ TEST_F(WalRestartTest, MixedKillKeepsEveryWrite) {
 TEST_F(WalRestartTest, DamagedWalIsNoProof) {
   ASSERT_NO_FATAL_FAILURE(RunChild("wal_on_crash", dir_));
   std::string wal;
-  for (int n = 1; n < 100 && wal.empty(); n++) {
-    char name[32];
-    std::snprintf(name, sizeof(name), "/%06d.log", n);
-    struct stat st;
-    if (stat((DbDir(dir_) + name).c_str(), &st) == 0 && st.st_size > 4096) {
-      wal = DbDir(dir_) + name;
-    }
+  for (const std::string& w : WalFiles()) {
+    if (wal.empty() && Size(w) > 4096) wal = w;
   }
   ASSERT_FALSE(wal.empty()) << "no WAL file with data";
   {
@@ -209,6 +223,7 @@ TEST_F(WalRestartTest, DamagedWalIsNoProof) {
   delete db;
   EXPECT_NE(Text(s).find("checksum mismatch"), std::string::npos) << Text(s);
   EXPECT_GE(PoolLists(), 1u) << "a refused open dropped lists";
+  EXPECT_NE(Text(s).find("read only up to"), std::string::npos) << Text(s);
 }
 
 // Without the record of where the DB lives (a pool copied without it, a
@@ -245,6 +260,110 @@ TEST_F(WalRestartTest, DbOpenedElsewhereSinceIsNoProof) {
   ASSERT_FALSE(s.ok());
   delete db;
   EXPECT_NE(Text(s).find("opened again since"), std::string::npos) << Text(s);
+}
+
+// best_efforts_recovery replays no WAL: the WAL's word is no proof there.
+TEST_F(WalRestartTest, BestEffortsRecoveryIsRefused) {
+  ASSERT_NO_FATAL_FAILURE(RunChild("wal_on_crash", dir_));
+  const size_t lists = PoolLists();
+  rocksdb::Options o = PlainOptions(dir_);
+  o.best_efforts_recovery = true;
+  rocksdb::DB* db = nullptr;
+  rocksdb::Status s = rocksdb::DB::Open(o, DbDir(dir_), &db);
+  ASSERT_FALSE(s.ok()) << "opened without replaying the WAL";
+  delete db;
+  EXPECT_NE(Text(s).find("best_efforts_recovery"), std::string::npos)
+      << Text(s);
+  EXPECT_EQ(PoolLists(), lists);
+}
+
+// A TransactionDB's batches start with a Noop, and its commits carry
+// markers: RocksDB asserts that a handler accepts them. Plain writes and
+// one-phase commits reopen with no tool run.
+TEST_F(WalRestartTest, TransactionDbReopens) {
+  for (int round = 0; round < 2; round++) {
+    rocksdb::TransactionDB* t = nullptr;
+    rocksdb::Status s = rocksdb::TransactionDB::Open(
+        PlainOptions(dir_), rocksdb::TransactionDBOptions(), DbDir(dir_), &t);
+    ASSERT_TRUE(s.ok()) << s.ToString();
+    if (round == 0) {
+      for (int i = 0; i < 100; i++) {
+        ASSERT_TRUE(t->Put(rocksdb::WriteOptions(), Key(i), "v").ok());
+      }
+      rocksdb::Transaction* txn = t->BeginTransaction(rocksdb::WriteOptions());
+      ASSERT_TRUE(txn->Put("txnkey", "x").ok());
+      ASSERT_TRUE(txn->Commit().ok());
+      delete txn;
+      ASSERT_TRUE(t->Close().ok());
+      ASSERT_GE(PoolLists(), 1u);
+    } else {
+      for (int i = 0; i < 100; i++) ASSERT_EQ(Get(t, Key(i)), "v") << i;
+      EXPECT_EQ(Get(t, "txnkey"), "x");
+    }
+    delete t;
+  }
+}
+
+// C2: a zeroed region in an older WAL ends the read. RocksDB's reader
+// skips the rest of that block, finds a fragment without its start and
+// ends point-in-time recovery there, dropping every later WAL: a list held
+// only by a later WAL must not be dropped on its word. The refused open
+// leaves the pool as it was.
+TEST_F(WalRestartTest, ZeroedRegionInOlderWalIsNoProof) {
+  rocksdb::Options o = PlainOptions(dir_);
+  o.write_buffer_size = 1 << 20;
+  o.min_write_buffer_number_to_merge = 2;
+  o.max_write_buffer_number = 4;
+  rocksdb::DB* db = nullptr;
+  ASSERT_TRUE(rocksdb::DB::Open(o, DbDir(dir_), &db).ok());
+  std::vector<std::string> wals = WalFiles();
+  ASSERT_EQ(wals.size(), 1u);
+  const std::string wal = wals[0];
+  for (int i = 0; i < 100; i++) {
+    ASSERT_TRUE(db->Put(rocksdb::WriteOptions(), Key(i), "v").ok());
+  }
+  // One WAL record of about `bytes` (a range deletion: in no list).
+  auto record = [&](size_t bytes) {
+    const size_t half = (bytes - 7 - 17) / 2;
+    ASSERT_TRUE(db->DeleteRange(rocksdb::WriteOptions(),
+                                db->DefaultColumnFamily(),
+                                "zzz" + std::string(half - 3, 'a'),
+                                "zzz" + std::string(half - 3, 'b'))
+                    .ok());
+  };
+  const uint64_t off = Size(wal);
+  ASSERT_LT(off % 32768, 32768u - 8192);
+  uint64_t to_page = 4096 - off % 4096;
+  if (to_page < 400) to_page += 4096;
+  ASSERT_NO_FATAL_FAILURE(record(to_page));
+  const uint64_t page = Size(wal);
+  ASSERT_EQ(page % 4096, 0u) << page;
+  ASSERT_NO_FATAL_FAILURE(record(40000));  // starts at `page`, spans blocks
+  uint64_t switched = 0;
+  for (int i = 0; switched == 0 && i < 1000; i++) {  // a new WAL
+    ASSERT_NO_FATAL_FAILURE(record(40000));
+    db->GetIntProperty("rocksdb.num-immutable-mem-table", &switched);
+  }
+  ASSERT_EQ(switched, 1u);
+  for (int i = 0; i < 100; i++) {
+    ASSERT_TRUE(db->Put(rocksdb::WriteOptions(), "p" + Key(i), "w").ok());
+  }
+  ASSERT_TRUE(db->Close().ok());
+  delete db;
+  ASSERT_GE(WalFiles().size(), 2u);
+  const size_t lists = PoolLists();
+  {
+    std::fstream f(wal, std::ios::in | std::ios::out | std::ios::binary);
+    f.seekp(page);
+    const std::string zeros(4096, '\0');
+    f.write(zeros.data(), zeros.size());
+  }
+  db = nullptr;
+  rocksdb::Status s = rocksdb::DB::Open(o, DbDir(dir_), &db);
+  ASSERT_FALSE(s.ok()) << "dropped lists a WAL RocksDB skips held";
+  delete db;
+  EXPECT_NE(Text(s).find("zeroed region"), std::string::npos) << Text(s);
+  EXPECT_EQ(PoolLists(), lists) << "a refused open changed the pool";
 }
 
 }  // namespace
