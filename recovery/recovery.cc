@@ -3,6 +3,7 @@
 // flintkv::OpenDB (flintkv/recovery.h, docs/rocksdb_recovery.md).
 #include "flintkv/recovery.h"
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -22,6 +23,8 @@
 #include "recovery/flint_db.h"
 #include "recovery/internal_key_cmp.h"
 #include "recovery/replay.h"
+#include "recovery/sequence_clock.h"
+#include "recovery/sequence_clock.h"
 #include "recovery/sst_ingest.h"
 #include "rocksdb/env.h"
 #include "rocksdb/table.h"
@@ -289,9 +292,10 @@ struct ListPlan {
 };
 
 // Walks plan p's list into `sink` (nothing is written to the DB here).
+// *max_seq: raised to the list's newest committed sequence number (P18).
 rocksdb::Status WalkInto(rocksdb::DB* db, pmem::Pool* pool, const ListPlan& p,
                          uint64_t open_seq, RecoveryReport* r,
-                         replay::GroupSink* sink) {
+                         replay::GroupSink* sink, uint64_t* max_seq) {
   InternalKeyCmp cmp(p.cf->GetComparator());
   auto chunks = replay::ChunkRanges(pool, p.list->list_id);
   replay::ListReplayer rp(db, p.cf, r->watermark_used, r->watermark, p.check,
@@ -299,6 +303,10 @@ rocksdb::Status WalkInto(rocksdb::DB* db, pmem::Pool* pool, const ListPlan& p,
   Status ws = memtable::WalkList(
       *pool, p.list, cmp, &chunks,
       [&](const pmem::NvmNode* n) {
+        replay::Entry e;
+        if (replay::IsCommitted(p.list, n) && replay::DecodeEntry(n, &e)) {
+          *max_seq = std::max(*max_seq, e.seq);
+        }
         if (rp.ok()) rp.Visit(p.list, n);
         return memtable::WalkDecision::kKeep;
       },
@@ -318,8 +326,8 @@ uint64_t* NewSpan(pmem::ListRoot* l, const replay::CopyRange& copies) {
 // each list's copies through DB writes inside a span of its own.
 rocksdb::Status ReplayIntoMemtables(rocksdb::DB* db, pmem::Pool* pool,
                                     const std::vector<ListPlan>& plans,
-                                    const RecoveryOptions& o,
-                                    RecoveryReport* r) {
+                                    const RecoveryOptions& o, RecoveryReport* r,
+                                    uint64_t* max_seq) {
   const uint64_t open_seq = db->GetLatestSequenceNumber();
   for (const ListPlan& p : plans) {
     // P11: this run's copies of the list get a span of their own, persisted
@@ -328,7 +336,7 @@ rocksdb::Status ReplayIntoMemtables(rocksdb::DB* db, pmem::Pool* pool,
     PersistCopyBound(&span[0], db->GetLatestSequenceNumber());
     replay::BatchWriter w(db, o.batch_bytes);
     replay::BatchSink sink(&w, p.cf);
-    rocksdb::Status s = WalkInto(db, pool, p, open_seq, r, &sink);
+    rocksdb::Status s = WalkInto(db, pool, p, open_seq, r, &sink, max_seq);
     rocksdb::Status ws = w.Finish();
     if (!s.ok()) return s;
     if (!ws.ok()) return ws;
@@ -346,7 +354,7 @@ rocksdb::Status ReplayIntoSst(
     rocksdb::DB* db, pmem::Pool* pool,
     const std::vector<rocksdb::ColumnFamilyHandle*>& handles,
     const std::vector<ListPlan>& plans, const RecoveryOptions& o,
-    RecoveryReport* r) {
+    RecoveryReport* r, uint64_t* max_seq) {
   if (plans.empty()) return rocksdb::Status::OK();
   const uint64_t open_seq = db->GetLatestSequenceNumber();
   // P11: the span starts before the first copy (a fallback write or the
@@ -368,7 +376,7 @@ rocksdb::Status ReplayIntoSst(
     replay::SstBuilder b(db, handles[c], dir, &fallback, r);
     if (cf_plans.size() == 1) {  // the common case: straight into the file
       replay::StreamSink sink(&b);
-      s = WalkInto(db, pool, *cf_plans[0], open_seq, r, &sink);
+      s = WalkInto(db, pool, *cf_plans[0], open_seq, r, &sink, max_seq);
       if (s.ok()) s = b.Finish(&files[c]);
       continue;
     }
@@ -377,7 +385,7 @@ rocksdb::Status ReplayIntoSst(
     std::vector<const replay::ListOutput*> lists;
     for (const ListPlan* p : cf_plans) {
       outs.emplace_back(new replay::ListOutput());
-      s = WalkInto(db, pool, *p, open_seq, r, outs.back().get());
+      s = WalkInto(db, pool, *p, open_seq, r, outs.back().get(), max_seq);
       if (!s.ok()) return s;
       lists.push_back(outs.back().get());
     }
@@ -413,8 +421,8 @@ std::string RecoveryReport::ToString() const {
       "already in the DB, %llu superseded; %llu SST files (%llu entries), "
       "%llu keys through DB writes; dropped: %llu uncommitted "
       "(version MAX), %llu torn FlintKV batch, %llu above watermark; "
-      "watermark: %s %llu; time: triage %.3f s, replay %.3f s, ingest %.3f "
-      "s, flush %.3f s",
+      "watermark: %s %llu; last sequence raised to %llu; time: triage %.3f "
+      "s, replay %.3f s, ingest %.3f s, flush %.3f s",
       (unsigned long long)lists_found, (unsigned long long)lists_replayed,
       (unsigned long long)lists_checked,
       (unsigned long long)lists_copies_dropped,
@@ -428,8 +436,9 @@ std::string RecoveryReport::ToString() const {
       (unsigned long long)dropped_torn_batch,
       (unsigned long long)dropped_above_watermark,
       watermark_used ? "used" : "not used", (unsigned long long)watermark,
-      triage_seconds, replay_seconds - triage_seconds - ingest_seconds,
-      ingest_seconds, flush_seconds);
+      (unsigned long long)sequence_raised_to, triage_seconds,
+      replay_seconds - triage_seconds - ingest_seconds, ingest_seconds,
+      flush_seconds);
   return buf;
 }
 
@@ -457,11 +466,23 @@ void EndRecovery(const std::string& pool_dir) {
 }
 
 rocksdb::Status RecoverInto(
-    rocksdb::DB* db, const std::vector<rocksdb::ColumnFamilyHandle*>& handles,
+    rocksdb::DB* db,
+    const std::vector<rocksdb::ColumnFamilyHandle*>& all_handles,
     const RecoveryOptions& o, RecoveryReport* report) {
   RecoveryReport local;
   RecoveryReport* r = report ? report : &local;
   *r = RecoveryReport();
+  // P18: the clock column family a crash left between its import and its
+  // drop holds nothing of the user's.
+  std::vector<rocksdb::ColumnFamilyHandle*> handles;
+  for (rocksdb::ColumnFamilyHandle* cf : all_handles) {
+    if (cf->GetName() != kClockColumnFamily) {
+      handles.push_back(cf);
+      continue;
+    }
+    rocksdb::Status ds = db->DropColumnFamily(cf);
+    if (!ds.ok()) return ds;
+  }
   std::shared_ptr<PoolSession> h;
   Status hs = PoolSession::OpenExisting(o.pool_dir, &h);
   if (!hs.ok()) return ToRocks(hs);
@@ -677,10 +698,20 @@ rocksdb::Status RecoverInto(
     auto tf = db->GetOptions(h).table_factory;
     block_based = block_based && tf && tf->IsInstanceOf("BlockBasedTable");
   }
-  rocksdb::Status rs = o.ingest_sst && block_based
-                           ? ReplayIntoSst(db, pool, handles, plans, o, r)
-                           : ReplayIntoMemtables(db, pool, plans, o, r);
+  uint64_t max_seq = 0;
+  rocksdb::Status rs =
+      o.ingest_sst && block_based
+          ? ReplayIntoSst(db, pool, handles, plans, o, r, &max_seq)
+          : ReplayIntoMemtables(db, pool, plans, o, r, &max_seq);
   if (!rs.ok()) return fail(rs);
+  // P18: no later write may reuse the number of a write acknowledged
+  // before the crash (with the wrapper, those are at most W).
+  if (r->watermark_used) max_seq = std::max(max_seq, r->watermark);
+  if (max_seq > db->GetLatestSequenceNumber()) {
+    r->sequence_raised_to = max_seq;
+    rs = RaiseLastSequence(db, max_seq, replay::SstDir(db));
+    if (!rs.ok()) return fail(rs);
+  }
   for (const ListPlan& p : plans) to_drop.push_back(p.list);
   r->replay_seconds = Seconds(start);
 
@@ -805,9 +836,19 @@ rocksdb::Status OpenDB(const rocksdb::DBOptions& db_options,
     // No compaction may rewrite what the presence checks look for.
     if (recover) cf.options.disable_auto_compactions = true;
   }
+  // P18: a crash inside the clock's import left its column family.
+  std::vector<std::string> names;
+  if (rocksdb::DB::ListColumnFamilies(db_options, name, &names).ok() &&
+      std::count(names.begin(), names.end(), kClockColumnFamily) > 0) {
+    descs.emplace_back(kClockColumnFamily, rocksdb::ColumnFamilyOptions());
+  }
   rocksdb::DB* db = nullptr;
   if (s.ok()) s = rocksdb::DB::Open(db_options, name, descs, handles, &db);
   if (s.ok()) s = RecoverInto(db, *handles, o, report);
+  if (s.ok() && handles->size() > cfs.size()) {  // the clock's, now dropped
+    db->DestroyColumnFamilyHandle(handles->back()).PermitUncheckedError();
+    handles->pop_back();
+  }
   for (size_t i = 0; s.ok() && recover && i < handles->size(); i++) {
     if (!cfs[i].options.disable_auto_compactions) {
       s = db->SetOptions((*handles)[i],

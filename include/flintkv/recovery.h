@@ -108,6 +108,10 @@ struct RecoveryReport {
   uint64_t fallback_keys = 0;  // replayed through DB writes (ingest_sst)
   bool watermark_used = false;
   uint64_t watermark = 0;
+  // The DB's last sequence number was raised to this, the newest the
+  // pool's lists held (0: it was already there), so that no later write
+  // reuses a number acknowledged before the crash.
+  uint64_t sequence_raised_to = 0;
   double triage_seconds = 0;  // deciding which lists are already in SST
   double replay_seconds = 0;  // triage + walk + SST files / DB writes + ingest
   double ingest_seconds = 0;  // IngestExternalFiles

@@ -31,7 +31,10 @@
 # LD_PRELOADed in both cases.
 #
 # Environment: FLINTKV_CACHE, JOBS (compile jobs, default 2, run under
-# nice -n 10), PEER_TMP (scratch, default a fresh dir under /dev/shm).
+# nice -n 10), PEER_TMP (scratch, default a fresh dir under /dev/shm),
+# PEER_KILLS and PEER_KILL_AFTER (kill -9 cycles of the crash modes and the
+# seconds before each kill, instead of the mode's), PEER_REPS (the db_stress
+# memtables, default "skiplist flintkv").
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 ROOT=$PWD
@@ -200,6 +203,9 @@ if [ "$MODE" = quick ]; then
 else
   OPS=60000; MAXKEY=100000; REOPEN=10; KILLS=8; KILL_AFTER=20
 fi
+# Kill campaigns (scripts/dev/crash_nowal_campaign.sh) set their own.
+KILLS=${PEER_KILLS:-$KILLS}
+KILL_AFTER=${PEER_KILL_AFTER:-$KILL_AFTER}
 # Flags common to every run: small memtables so that they fill, switch and
 # flush; 4 column families; 4 threads (2 vCPUs).
 STRESS_COMMON=(--threads=4 --column_families=4 --max_key=$MAXKEY
@@ -489,7 +495,7 @@ log "build ready; scratch $WORK"
 
 if [ "$DO_STRESS" = 1 ]; then
   for m in $MODES; do
-    for rep in skiplist flintkv; do stress_mode "$rep" "$m"; done
+    for rep in ${PEER_REPS:-skiplist flintkv}; do stress_mode "$rep" "$m"; done
   done
 fi
 for t in $TESTS; do

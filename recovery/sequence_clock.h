@@ -1,0 +1,41 @@
+// The DB's sequence clock across a recovery (invariant P18,
+// docs/invariants.md): after recovery the DB's last sequence number is at
+// least every sequence number the pool's lists hold, so that later writes
+// never reuse the number of a write acknowledged before the crash. Without
+// the WAL, RocksDB's own recovery sets the clock back to the last flush;
+// replayed entries are then ingested just above that, and the next write
+// reused numbers db_stress, snapshots and every sequence-based check had
+// already seen.
+//
+// RocksDB has no call that sets LastSequence. CreateColumnFamilyWithImport
+// raises it to the largest_seqno the caller's file metadata names (it
+// carries sequence numbers of an exported column family): recovery imports
+// one one-key SST file into a column family of its own, named
+// kClockColumnFamily, and drops it at once. Two MANIFEST edits, each
+// carrying the raised last sequence. A crash between them leaves the
+// column family behind: the next recovery (RecoverDB, flintkv_tool,
+// OpenDB) opens and drops it before anything else.
+// Thread safety: single-threaded (recovery owns the DB).
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "rocksdb/db.h"
+
+namespace flintkv {
+
+constexpr const char* kClockColumnFamily = "flintkv_sequence_clock";
+
+// Raises db's last sequence to at least `target` (no-op if it is there);
+// uses <dir>/clock.sst. Fails if RocksDB did not raise it.
+rocksdb::Status RaiseLastSequence(rocksdb::DB* db, uint64_t target,
+                                  const std::string& dir);
+
+// Drops the clock column family a crash left among `handles` (removed from
+// it; the handle destroyed). OK if there is none.
+rocksdb::Status DropLeftoverClock(
+    rocksdb::DB* db, std::vector<rocksdb::ColumnFamilyHandle*>* handles);
+
+}  // namespace flintkv
