@@ -170,6 +170,27 @@ Status Pool::Open(const PoolOptions& options, std::unique_ptr<Pool>* out) {
   return s;
 }
 
+Status Pool::PublishCreated() {
+  if (std::rename(creating_.c_str(), path_.c_str()) != 0) {
+    const std::string err = std::strerror(errno);
+    std::remove(creating_.c_str());
+    return Status::IOError(path_ +
+                           ": cannot rename the new pool into place: " + err);
+  }
+  creating_.clear();
+  // The rename is durable before anything is written to the pool.
+  const size_t slash = path_.rfind('/');
+  const std::string dir =
+      slash == std::string::npos ? "." : path_.substr(0, slash);
+  const int fd = open(dir.c_str(), O_RDONLY | O_DIRECTORY);
+  if (fd < 0) return Status::IOError(dir + ": " + std::strerror(errno));
+  const int rc = fsync(fd);
+  const int err = errno;
+  close(fd);
+  if (rc != 0) return Status::IOError(dir + ": fsync: " + std::strerror(err));
+  return Status::OK();
+}
+
 Status Pool::Init(const PoolOptions& o) {
   path_ = o.path;
   info_log_ = o.info_log;
@@ -180,6 +201,13 @@ Status Pool::Init(const PoolOptions& o) {
   }
   uint64_t file_size = 0;
   bool exists = FileExists(path_, &file_size);
+  if (exists && file_size == 0 && o.create_if_missing) {
+    // An empty file holds nothing: a pool whose creation an older build
+    // was killed in (this one creates under another name, below).
+    Log("flintkv: " + path_ + " is an empty file, not a pool: replaced");
+    std::remove(path_.c_str());
+    exists = false;
+  }
   if (exists && o.error_if_exists) {
     return Status::InvalidArgument(path_ + ": pool exists (error_if_exists)");
   }
@@ -192,11 +220,18 @@ Status Pool::Init(const PoolOptions& o) {
           path_ + ": pool size " + std::to_string(o.size) +
           " is below the minimum " + std::to_string(PMEMOBJ_MIN_POOL));
     }
-    pop_ = pmemobj_create(path_.c_str(), kLayoutName, o.size, 0666);
+    // P8b: built under a temporary name and renamed into place once its
+    // root is durable, so a kill during creation never leaves a file at
+    // path_ that is not a pool (it refused every later open).
+    creating_ = path_ + ".creating";
+    std::remove(creating_.c_str());
+    pop_ = pmemobj_create(creating_.c_str(), kLayoutName, o.size, 0666);
     if (!pop_) {
-      return Status::IOError(path_ + ": cannot create pool: " + Errmsg());
+      const std::string err = Errmsg();
+      std::remove(creating_.c_str());
+      return Status::IOError(path_ + ": cannot create pool: " + err);
     }
-    FileExists(path_, &file_size);
+    FileExists(creating_, &file_size);
   } else {
     if (file_size < PMEMOBJ_MIN_POOL) {
       return Status::Corruption(path_ + ": not a FlintKV pool (file of " +
@@ -273,6 +308,10 @@ Status Pool::Init(const PoolOptions& o) {
     pmemobj_persist(pop_, root_, sizeof(*root_));  // P8: fields first,
     root_->magic = kPoolMagic;                     // then the magic
     pmemobj_persist(pop_, &root_->magic, sizeof(root_->magic));
+  }
+  if (!creating_.empty()) {
+    Status rs = PublishCreated();
+    if (!rs.ok()) return rs;
   }
   if (root_->magic != kPoolMagic) {
     return Status::Corruption(path_ + ": bad pool magic");

@@ -121,6 +121,10 @@ class Pool : public Region {
   PMEMobjpool* pop_ = nullptr;
   PoolRoot* root_ = nullptr;
   std::string path_;
+  // A pool being created lives at this temporary name until its root is
+  // durable; PublishCreated renames it to path_ (P8b).
+  std::string creating_;
+  Status PublishCreated();
   uint64_t chunk_size_ = 0;
   bool is_pmem_ = false;
   bool per_thread_arenas_ = true;  // libpmemobj's assignment at open

@@ -33,8 +33,7 @@
 # Environment: FLINTKV_CACHE, JOBS (compile jobs, default 2, run under
 # nice -n 10), PEER_TMP (scratch, default a fresh dir under /dev/shm),
 # PEER_KILLS and PEER_KILL_AFTER (kill -9 cycles of the crash modes and the
-# seconds before each kill, instead of the mode's), PEER_REPS (the db_stress
-# memtables, default "skiplist flintkv").
+# seconds before each kill, instead of the mode's).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 ROOT=$PWD
@@ -495,7 +494,7 @@ log "build ready; scratch $WORK"
 
 if [ "$DO_STRESS" = 1 ]; then
   for m in $MODES; do
-    for rep in ${PEER_REPS:-skiplist flintkv}; do stress_mode "$rep" "$m"; done
+    for rep in skiplist flintkv; do stress_mode "$rep" "$m"; done
   done
 fi
 for t in $TESTS; do
