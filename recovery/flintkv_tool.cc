@@ -4,6 +4,7 @@
 //                        [--allow_foreign_open] [--accept_incarnation=HEX]
 //   flintkv_tool inspect --pool_dir=DIR [--db=DIR | --comparator=NAME]
 //   flintkv_tool verify  --pool_dir=DIR [--db=DIR | --comparator=NAME]
+//   flintkv_tool discard --pool_dir=DIR [--incarnation=HEX] [--confirm]
 //
 // Exit status (also in --help and docs/rocksdb_recovery.md): 0 success, 1
 // an error (verify: the pool is damaged), 2 bad usage, 3 the pool is in use
@@ -14,6 +15,7 @@
 #include <ctime>
 #include <map>
 #include <string>
+#include <vector>
 
 #include "flintkv/recovery.h"
 #include "rocksdb/convenience.h"
@@ -48,6 +50,15 @@ int Usage(FILE* out = stderr) {
       "RocksDB's\n"
       "      per-key checksums (memtable_protection_bytes_per_key); exit 1 "
       "if broken\n"
+      "  flintkv_tool discard --pool_dir=DIR [--incarnation=HEX] "
+      "[--confirm]\n"
+      "      drop the unflushed memtables of a DB that no longer exists "
+      "(destroyed,\n"
+      "      or replaced by a new DB at its path), and their writes; only "
+      "that\n"
+      "      life's (or family's) with --incarnation; without --confirm, "
+      "only\n"
+      "      lists what it would drop\n"
       "  Memtables are sorted by their column family's comparator: --db "
       "reads it\n"
       "  from the DB's OPTIONS file, --comparator names one for all (e.g.\n"
@@ -199,6 +210,34 @@ int Inspect(std::map<std::string, std::string>& flags, bool verify) {
 
 }  // namespace
 
+int Discard(std::map<std::string, std::string>& flags) {
+  if (!flags.count("pool_dir")) return Usage();
+  uint64_t inc = 0;
+  if (flags.count("incarnation")) {
+    char* end = nullptr;
+    inc = std::strtoull(flags["incarnation"].c_str(), &end, 16);
+    if (inc == 0 || *end != 0) return Usage();
+  }
+  const bool confirm = flags.count("confirm") != 0;
+  std::vector<std::string> dropped;
+  rocksdb::Status s =
+      flintkv::DiscardLeftovers(flags["pool_dir"], inc, !confirm, &dropped);
+  if (!s.ok()) {
+    std::fprintf(stderr, "flintkv_tool discard: %s\n", s.ToString().c_str());
+    return ErrorExit(s);
+  }
+  for (const auto& d : dropped) {
+    std::printf("%s %s\n", confirm ? "dropped" : "would drop", d.c_str());
+  }
+  if (dropped.empty()) std::printf("no unflushed memtable to drop\n");
+  if (!confirm && !dropped.empty()) {
+    std::printf(
+        "their writes are lost once dropped; add --confirm to drop them\n");
+    return kExitUsage;
+  }
+  return kExitOk;
+}
+
 int main(int argc, char** argv) {
   if (argc < 2) return Usage();
   std::string cmd = argv[1];
@@ -214,5 +253,6 @@ int main(int argc, char** argv) {
   if (cmd == "recover") return Recover(flags);
   if (cmd == "inspect") return Inspect(flags, false);
   if (cmd == "verify") return Inspect(flags, true);
+  if (cmd == "discard") return Discard(flags);
   return Usage();
 }

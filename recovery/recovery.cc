@@ -24,7 +24,6 @@
 #include "recovery/internal_key_cmp.h"
 #include "recovery/replay.h"
 #include "recovery/sequence_clock.h"
-#include "recovery/sequence_clock.h"
 #include "recovery/sst_ingest.h"
 #include "rocksdb/env.h"
 #include "rocksdb/table.h"
@@ -457,6 +456,15 @@ rocksdb::Status BeginRecovery(const std::string& db_path,
   std::shared_ptr<PoolSession> h;
   Status s = PoolSession::OpenExisting(o.pool_dir, &h);
   if (s.ok()) s = h->Claim(BindingFor(db_path, o), /*wrapper=*/false);
+  return ToRocks(s);
+}
+
+rocksdb::Status DiscardLeftovers(const std::string& pool_dir,
+                                 uint64_t incarnation, bool dry_run,
+                                 std::vector<std::string>* dropped) {
+  std::shared_ptr<PoolSession> h;
+  Status s = PoolSession::OpenExisting(pool_dir, &h);
+  if (s.ok()) s = h->DiscardLeftovers(incarnation, dry_run, dropped);
   return ToRocks(s);
 }
 

@@ -220,6 +220,17 @@ struct InspectOptions {
 // a list that is not bytewise-sorted gets a note, not an error.
 // A comparator that cannot be had leaves that list's order unchecked (note).
 
+// Drops the unflushed memtables a pool holds for a DB that no longer exists
+// (destroyed with DestroyDB, or replaced by a new DB at its path): their
+// writes are gone for good. Only those of life `incarnation` (the hex
+// number `inspect` and the refusals print; a family number selects its
+// lives too), or all with 0. *dropped lists what was (or, with dry_run,
+// would be) dropped. NotFound if pool_dir holds no pool; Busy if a DB of
+// this or another process has it open.
+rocksdb::Status DiscardLeftovers(const std::string& pool_dir,
+                                 uint64_t incarnation, bool dry_run,
+                                 std::vector<std::string>* dropped);
+
 // Opens the pool read-mostly (opening frees lists retired before a crash,
 // and corrects a list state word with one flipped bit) and walks every list
 // with the validated walker. A structural problem is reported in

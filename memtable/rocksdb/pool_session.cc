@@ -211,6 +211,42 @@ std::string PoolSession::LeftoverSummaryLocked() const {
   return out;
 }
 
+Status PoolSession::DiscardLeftovers(uint64_t incarnation, bool dry_run,
+                                     std::vector<std::string>* dropped) {
+  std::lock_guard<std::mutex> g(mu_);
+  if (AnyLiveLocked() || claimed_) {
+    return Status::Busy("flintkv: pool " + pool_->path() +
+                        " serves a DB or a recovery in this process");
+  }
+  ScanLeftoversLocked();
+  std::vector<pmem::ListRoot*> victims;
+  for (pmem::ListRoot* l : pool_->Lists()) {
+    if (!leftovers_.count(l->list_id)) continue;
+    const MemtableMeta* m = MetaOf(l);
+    if (incarnation != 0 && m->incarnation != incarnation &&
+        m->family != incarnation) {
+      continue;
+    }
+    uint64_t entries = 0;
+    for (uint64_t off = l->head.next; off != 0 && entries <= pool_->size() / 16;
+         off = pool_->FromOffset<pmem::NvmNode>(off)->next) {
+      if (!pool_->InBounds(off, sizeof(pmem::NvmNode))) break;
+      entries++;
+    }
+    dropped->push_back("list " + std::to_string(l->list_id) + " (incarnation " +
+                       Hex(m->incarnation) + ", family " + Hex(m->family) +
+                       ", column family " +
+                       std::to_string(m->column_family_id) + ", " +
+                       std::to_string(entries) + " nodes)");
+    victims.push_back(l);
+  }
+  if (dry_run) return Status::OK();
+  for (pmem::ListRoot* l : victims) pool_->DropList(l);
+  ScanLeftoversLocked();
+  if (leftovers_.empty()) ClearStaleWatermarkLocked();
+  return Status::OK();
+}
+
 std::set<uint64_t> PoolSession::LeftoverIds() const {
   std::lock_guard<std::mutex> g(mu_);
   return leftovers_;
@@ -279,7 +315,11 @@ Status PoolSession::BeginOpen(const void* factory, bool wal_logged,
         pool_dir_ +
         " (or open the DB with flintkv::OpenDB, which recovers by itself). "
         "A DB whose writes all keep the WAL on can set wal_logged=true in "
-        "the memtable options: its Close then leaves nothing in the pool");
+        "the memtable options: its Close then leaves nothing in the pool. "
+        "If the DB that wrote them no longer exists (destroyed, or replaced "
+        "by a new DB at its path), drop them, and their writes: "
+        "flintkv_tool discard --pool_dir=" +
+        pool_dir_ + " --confirm");
   }
   // A new life for this thread's open. The open's next column family
   // prepares it again: no list carries the number yet. Pressure reports
@@ -616,7 +656,9 @@ Status PoolSession::Claim(const DbBinding& b, bool wrapper) {
         pool_dir_ + "); `flintkv_tool inspect --pool_dir=" + pool_dir_ +
         "` lists them; to claim them for this DB anyway: "
         "--accept_incarnation=<incarnation or family> (RecoveryOptions::"
-        "accept_incarnation)");
+        "accept_incarnation); if the DB that wrote them no longer exists, "
+        "drop them and their writes: flintkv_tool discard --pool_dir=" +
+        pool_dir_ + " --confirm");
   }
   claimed_ = true;
   claim_thread_ = std::this_thread::get_id();

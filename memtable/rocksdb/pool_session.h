@@ -214,6 +214,13 @@ class PoolSession : public std::enable_shared_from_this<PoolSession> {
   void ReleaseClaim();
   // Lists with entries that no live memtable of this process owns.
   std::set<uint64_t> LeftoverIds() const;
+  // Drops the leftover lists of life `incarnation` (0: of every life),
+  // whose writes are then gone: for leftovers of a DB that no longer exists
+  // (destroyed, replaced). *dropped says which ("list <id> (incarnation
+  // <hex>, column family <id>, <n> entries)"). With `dry_run` only says.
+  // Busy while the pool serves a DB or a recovery.
+  Status DiscardLeftovers(uint64_t incarnation, bool dry_run,
+                          std::vector<std::string>* dropped);
 
   ~PoolSession();
 

@@ -798,6 +798,37 @@ TEST_F(OperationsTest, OlderPoolImageReusingListIdsIsReplayed) {
 // ones): the next open asks for recovery, which is exact. With wal_logged
 // declared, Close and reopen need nothing
 // (AcknowledgedWritesTest.WalOnReopens...).
+// DestroyDB after a crash, then a new DB at the same path and pool_dir:
+// the open is refused (the pool holds the old DB's writes) and the refusal
+// names a way forward that does not pour them into the new DB: discard,
+// which lists what it would drop, drops only with --confirm, and leaves a
+// pool the new DB opens empty.
+TEST_F(OperationsTest, DestroyedDbLeftoversAreDiscardedOnRequest) {
+  ASSERT_NO_FATAL_FAILURE(RunChild("crash_a", dir_));
+  ASSERT_TRUE(rocksdb::DestroyDB(DbDir(dir_), BaseOptions()).ok());
+  rocksdb::DB* db = nullptr;
+  rocksdb::Status s = rocksdb::DB::Open(PlainOptions(dir_), DbDir(dir_), &db);
+  ASSERT_FALSE(s.ok());
+  delete db;
+  EXPECT_TRUE(Has(s, "flintkv_tool discard --pool_dir=" + PoolDir(dir_)))
+      << s.ToString();
+  EXPECT_EQ(Tool("discard --pool_dir=" + PoolDir(dir_)), 2);
+  EXPECT_NE(test::ReadFile(dir_ + "/tool_out").find("would drop list"),
+            std::string::npos);
+  db = nullptr;
+  ASSERT_FALSE(rocksdb::DB::Open(PlainOptions(dir_), DbDir(dir_), &db).ok())
+      << "discard without --confirm dropped something";
+  delete db;
+  EXPECT_EQ(Tool("discard --pool_dir=" + PoolDir(dir_) + " --confirm"), 0);
+  EXPECT_NE(test::ReadFile(dir_ + "/tool_out").find("dropped list"),
+            std::string::npos);
+  db = nullptr;
+  s = rocksdb::DB::Open(PlainOptions(dir_), DbDir(dir_), &db);
+  ASSERT_TRUE(s.ok()) << s.ToString();
+  EXPECT_EQ(Get(db, Key(0)), "<NotFound: >") << "the old DB's write came back";
+  delete db;
+}
+
 TEST_F(OperationsTest, WalOnCloseReopensWithoutRecovery) {
   {
     rocksdb::DB* db = nullptr;
