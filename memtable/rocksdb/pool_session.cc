@@ -5,6 +5,8 @@
 #include <algorithm>
 #include <cerrno>
 #include <chrono>
+#include <climits>
+#include <cstdlib>
 #include <cstring>
 #include <random>
 
@@ -42,6 +44,19 @@ Status MakeDirs(const std::string& dir) {
 bool FileExists(const std::string& path) {
   struct stat st;
   return stat(path.c_str(), &st) == 0;
+}
+
+// Whether two spellings name one directory (realpath where it exists;
+// trailing slashes ignored otherwise).
+bool SamePath(const std::string& a, const std::string& b) {
+  auto canon = [](const std::string& p) {
+    char buf[PATH_MAX];
+    if (!p.empty() && realpath(p.c_str(), buf)) return std::string(buf);
+    std::string q = p;
+    while (q.size() > 1 && q.back() == '/') q.pop_back();
+    return q;
+  };
+  return !a.empty() && !b.empty() && canon(a) == canon(b);
 }
 
 std::string Hex(uint64_t v) {
@@ -484,7 +499,8 @@ void PoolSession::DropWalCoveredLocked(const OpenWal& wal,
         continue;
       }
       const std::string logs = b.wal_dir.empty() ? dir : b.wal_dir;
-      if (wal.wal_dir != b.wal_dir && wal.wal_dir != logs) {
+      if (!(wal.wal_dir.empty() && b.wal_dir.empty()) &&
+          !SamePath(wal.wal_dir, logs)) {
         why = "this open reads its WAL from " +
               (wal.wal_dir.empty() ? std::string("the DB's directory")
                                    : wal.wal_dir) +
@@ -518,9 +534,9 @@ void PoolSession::DropWalCoveredLocked(const OpenWal& wal,
            " WAL batches this check does not follow: 2PC transactions, "
            "blob indexes, TimedPut)";
     } else {
-      r += " (writes with disableWAL, or entries the memtable holds "
-           "otherwise than the WAL does, e.g. merged by "
-           "max_successive_merges)";
+      r += " (writes with disableWAL, writes to a column family dropped "
+           "since, or entries the memtable holds otherwise than the WAL "
+           "does, e.g. merged by max_successive_merges)";
     }
     reasons.push_back(r);
   }

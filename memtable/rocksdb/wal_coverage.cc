@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cstdint>
 #include <cstdio>
 #include <cstring>
 #include <functional>
@@ -110,6 +111,12 @@ bool ReadWalFile(uint64_t number, const std::string& path, bool last,
           static_cast<uint8_t>(h[4]) |
           (static_cast<uint32_t>(static_cast<uint8_t>(h[5])) << 8);
       const uint8_t type = static_cast<uint8_t>(h[6]);
+      if (type == kZeroType && length == 0 && len == kBlockSize &&
+          kBlockSize - pos < kRecyclableHeaderSize &&
+          std::all_of(h, h + (kBlockSize - pos),
+                      [](char c) { return c == 0; })) {
+        break;  // a recycling writer's zero padding of a block's last bytes
+      }
       if (type == kZeroType && length == 0) {
         // Zeros: the unwritten end of the newest log, or a zeroed region
         // (RocksDB's reader skips the rest of the block and then usually
@@ -137,10 +144,17 @@ bool ReadWalFile(uint64_t number, const std::string& path, bool last,
         return stop("checksum mismatch at offset " +
                     std::to_string(block_no * kBlockSize + pos));
       }
-      if (recyclable && Fixed32(h + 7) != static_cast<uint32_t>(number)) {
-        // A recycled file: what follows is an older log's.
-        if (in_record) return stop("a record is cut off");
-        return true;
+      if (recyclable && (number > UINT32_MAX ||
+                         Fixed32(h + 7) != static_cast<uint32_t>(number))) {
+        // A recycled file: what follows is an older log's. RocksDB 9 ends
+        // point-in-time recovery there unless the next log continues the
+        // sequence, and compares all 64 bits of the log number: only the
+        // newest log may end so.
+        if (in_record || !last) {
+          return stop("an older log's record in recycled log " +
+                      std::to_string(number));
+        }
+        return false;
       }
       const uint8_t kind = recyclable ? type - 4 : type;
       const char* payload = h + header;
@@ -305,6 +319,14 @@ Status SyncWalFiles(const std::string& wal_dir) {
                           std::strerror(errno));
     }
     if (fd >= 0) close(fd);
+  }
+  if (s.ok()) {  // a log a memtable switch created: its name too
+    const int dfd = open(wal_dir.c_str(), O_RDONLY | O_DIRECTORY);
+    if (dfd < 0 || fsync(dfd) != 0) {
+      s = Status::IOError("cannot sync the WAL directory " + wal_dir + ": " +
+                          std::strerror(errno));
+    }
+    if (dfd >= 0) close(dfd);
   }
   return s;
 }
