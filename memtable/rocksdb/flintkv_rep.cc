@@ -242,7 +242,14 @@ Status FlintRep::AllocateNode(size_t len, pmem::NvmNode** node) {
   return WaitForPoolSpace(
       pool_.get(), logger_, s,
       [&] { return list_.AllocateNode(len, node, true); },
-      [&] { return ExplainWriteWait(*pool_->pool(), root_->list_id, len); });
+      [&] {
+        // Held flushed memtables, not the write buffers, are what keeps
+        // the space: say so rather than blame pool_size.
+        const std::string pinned = pool_->PinnedNote();
+        return pinned.empty()
+                   ? ExplainWriteWait(*pool_->pool(), root_->list_id, len)
+                   : "write waits for pool space: " + pinned;
+      });
 }
 
 rocksdb::KeyHandle FlintRep::Allocate(const size_t len, char** buf) {
@@ -387,6 +394,18 @@ size_t FlintRep::ApproximateMemoryUsage() {
   if (!has_entry_.load(std::memory_order_relaxed)) return usage;
   if (pool_->pool()->ApproxFreeBytes() < pool_->space().pressure_free) {
     pressure_.store(true, std::memory_order_relaxed);
+    // Say why in the DB's LOG: held iterators that keep flushed memtables
+    // in the pool make memtables switch early and writes slow down, with
+    // nothing else showing it.
+    if (logger_ && pool_->PressureNoticeDue(kSpaceWaitLogInterval)) {
+      const std::string pinned = pool_->PinnedNote();
+      if (!pinned.empty()) {
+        rocksdb::Log(rocksdb::InfoLogLevel::WARN_LEVEL, logger_,
+                     "flintkv: memtables switch early, the pool is short of "
+                     "space: %s",
+                     pinned.c_str());
+      }
+    }
   }
   if (pressure_.load(std::memory_order_relaxed)) {
     // Past write_buffer_size: RocksDB schedules a flush and switches.

@@ -146,15 +146,45 @@ Status PoolSession::OpenExisting(const std::string& pool_dir,
 
 PoolSession::~PoolSession() = default;
 
-bool PoolSession::SpaceWaitNoticeDue(
-    std::chrono::steady_clock::duration interval) {
+namespace {
+// True at most once per interval for this clock word; one winner among the
+// threads that ask at once (the one whose exchange succeeds logs).
+bool NoticeDue(std::atomic<int64_t>* noticed,
+               std::chrono::steady_clock::duration interval) {
   const int64_t now =
       std::chrono::steady_clock::now().time_since_epoch().count();
-  int64_t last = space_wait_noticed_.load(std::memory_order_relaxed);
-  // One winner per interval: the thread whose exchange succeeds logs.
+  int64_t last = noticed->load(std::memory_order_relaxed);
   return (last == INT64_MIN || now - last >= interval.count()) &&
-         space_wait_noticed_.compare_exchange_strong(last, now,
-                                                     std::memory_order_relaxed);
+         noticed->compare_exchange_strong(last, now, std::memory_order_relaxed);
+}
+}  // namespace
+
+bool PoolSession::SpaceWaitNoticeDue(
+    std::chrono::steady_clock::duration interval) {
+  return NoticeDue(&space_wait_noticed_, interval);
+}
+
+bool PoolSession::PressureNoticeDue(
+    std::chrono::steady_clock::duration interval) {
+  return NoticeDue(&pressure_noticed_, interval);
+}
+
+std::string PoolSession::PinnedNote() {
+  std::lock_guard<std::mutex> g(mu_);
+  uint64_t pinned = 0, pinned_bytes = 0;
+  for (const auto& [id, root] : live_) {
+    if (pmem::StateOf(*root) != pmem::kListRetired) continue;
+    pinned++;
+    for (const pmem::ChunkInfo& c : pool_->ChunksOf(id)) pinned_bytes += c.len;
+  }
+  if (pinned == 0) return "";
+  const uint64_t mib = 1 << 20;
+  return std::to_string(pinned) + " flushed memtable(s) holding " +
+         std::to_string((pinned_bytes + mib - 1) / mib) + " MiB of pool " +
+         pool_->path() +
+         " are still kept alive by RocksDB (open iterators, snapshots' "
+         "versions, max_write_buffer_size_to_maintain); their space returns "
+         "when they are released";
 }
 
 std::vector<std::string> PoolSession::NoticesFor(const void* logger) {

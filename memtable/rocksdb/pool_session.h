@@ -156,6 +156,14 @@ class PoolSession : public std::enable_shared_from_this<PoolSession> {
   // True at most once per `interval` for this pool (space_wait.h: one
   // "waiting for flushes" line however many threads wait).
   bool SpaceWaitNoticeDue(std::chrono::steady_clock::duration interval);
+  // The same for the pressure notice (PinnedNote, when memtables switch
+  // early).
+  bool PressureNoticeDue(std::chrono::steady_clock::duration interval);
+  // The flushed memtables RocksDB still keeps alive (open iterators,
+  // snapshots' versions, max_write_buffer_size_to_maintain) and the pool
+  // space their lists hold, which returns only when RocksDB destroys
+  // them; "" if there are none. For the log lines of a pool short of space.
+  std::string PinnedNote();
 
   // ---- DB lives (the factory and its memtables) ----
   // DB::Open is starting on this thread (once per column family;
@@ -257,6 +265,7 @@ class PoolSession : public std::enable_shared_from_this<PoolSession> {
   const void* noticed_logger_ = nullptr;  // the last Logger given them
   // steady_clock ticks of the last space-wait notice (min: none yet).
   std::atomic<int64_t> space_wait_noticed_{INT64_MIN};
+  std::atomic<int64_t> pressure_noticed_{INT64_MIN};
   std::string pool_dir_;
   SpaceRule space_;
   std::atomic<uint64_t> wbs_hint_{64ull << 20};

@@ -21,10 +21,11 @@
 //     the unwritten end of the newest log and a recycling writer's padding
 //     of a block's last 7-10 bytes), is an older log's record in a
 //     recycled log (except at the end of the newest) or has a type this
-//     reader does not know (a compressed WAL, a newer format), and at the first batch
-//     that fails to parse: RocksDB's point-in-time recovery stops at the
-//     first such record too, so an entry after it is never counted. The
-//     check errs only towards "not covered", which keeps the refusal;
+//     reader does not know (a compressed WAL, a newer format), and at the
+//     first batch that fails to parse: RocksDB's point-in-time recovery
+//     stops at the first such record too, so an entry after it is never
+//     counted. The check errs only towards "not covered", which keeps the
+//     refusal;
 //  C3 before a list is dropped on the WAL's word, the WAL files are
 //     fdatasynced, and their directory (a WAL-on write without sync=true
 //     may still be only in the page cache, while the pool's copy is
