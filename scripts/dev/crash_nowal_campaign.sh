@@ -16,8 +16,21 @@ KILLS=${1:-200}
 AFTER=${2:-3}
 shift $(( $# > 2 ? 2 : $# ))
 start=$(date +%s)
+REPORT=$(mktemp)
+trap 'rm -f "$REPORT"' EXIT
+# The verdict is flintkv's: RocksDB's skiplist is the reference, and with
+# short kill intervals it fails some restarts of the stock crash_nowal check
+# itself (docs/results/rocksdb_peer_tests.md).
 PEER_KILLS=$KILLS PEER_KILL_AFTER=$AFTER \
   scripts/peer/rocksdb_peer_tests.sh --quick --stress-only \
-  --modes "crash_nowal crash_nowal_durable" "$@"
+  --modes "crash_nowal crash_nowal_durable" --report "$REPORT" "$@" || true
 echo "crash_nowal campaign: $KILLS kills per mode and memtable," \
      "$(( $(date +%s) - start )) s"
+status=0
+for mode in crash_nowal crash_nowal_durable; do
+  row=$(grep -E "^\| db_stress \| $mode \|" "$REPORT" || true)
+  flintkv=$(echo "$row" | awk -F'|' '{print $5}')
+  echo "flintkv $mode:$flintkv"
+  [[ "$flintkv" == " PASS ("*"$KILLS/$KILLS restarts verified"* ]] || status=1
+done
+exit $status
