@@ -110,8 +110,8 @@ void DurableSkipList<P>::SealNode(pmem::NvmNode* node, uint32_t key_size,
 // The index node copies the key before the node is flushed: on some CPUs
 // (this project's AMD EPYC test machine) any load or store to a line whose
 // CLWB is still in flight waits for the write-back, ~300 ns
-// (docs/results/archive/listdb_gap.md), so nothing here touches the node after its
-// flush.
+// (docs/results/archive/listdb_gap.md), so nothing here touches the node after
+// its flush.
 template <class P>
 Status DurableSkipList<P>::PrepareOnce(pmem::NvmNode* node, IndexNode** inode,
                                        Slot* slot) {

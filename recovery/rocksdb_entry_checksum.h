@@ -13,8 +13,8 @@
 // entry keeps the low `width` bytes of the checksum, little-endian
 // (EncodeFixed16/32/64), right after the value; width 0: protection off.
 // These are internals: the version check makes a RocksDB upgrade revisit
-// this file, and tests/recovery/rocksdb_bitrot_test.cc checks it against entries a
-// real DB wrote.
+// this file, and tests/recovery/rocksdb_bitrot_test.cc checks it against
+// entries a real DB wrote.
 #pragma once
 
 #include <cstddef>

@@ -45,6 +45,8 @@ stage() {  # prints the time of the stage that ended, then the next header
   stage_start=$now
   echo "=== $*"
 }
+stage "source checks: clang-format"
+scripts/check/check_format.sh
 stage "Release build and full test suite"
 build build
 (cd build && ctest --output-on-failure -j1 --timeout 1200 -LE valgrind)

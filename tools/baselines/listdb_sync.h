@@ -27,8 +27,8 @@
 //      stops at the first invalid record, so a crash while an earlier
 //      reservation is still unwritten loses later acknowledged puts.
 // Options.stop_at_invalid and Options.no_final_fence restore the original's
-// behaviour for the crash tests (tests/crash/baseline_crash_test.cc), which must
-// then fail.
+// behaviour for the crash tests (tests/crash/baseline_crash_test.cc), which
+// must then fail.
 //
 // Thread safety: Put may run concurrently with Put and the readers.
 #pragma once
