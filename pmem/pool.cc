@@ -201,13 +201,6 @@ Status Pool::Init(const PoolOptions& o) {
   }
   uint64_t file_size = 0;
   bool exists = FileExists(path_, &file_size);
-  if (exists && file_size == 0 && o.create_if_missing) {
-    // An empty file holds nothing: a pool whose creation an older build
-    // was killed in (this one creates under another name, below).
-    Log("flintkv: " + path_ + " is an empty file, not a pool: replaced");
-    std::remove(path_.c_str());
-    exists = false;
-  }
   if (exists && o.error_if_exists) {
     return Status::InvalidArgument(path_ + ": pool exists (error_if_exists)");
   }
@@ -233,6 +226,14 @@ Status Pool::Init(const PoolOptions& o) {
     }
     FileExists(creating_, &file_size);
   } else {
+    if (file_size == 0) {
+      // Not replaced: nothing says whose file it is. It holds no data.
+      return Status::Corruption(
+          path_ +
+          ": not a FlintKV pool: the file is empty (another program's, or a "
+          "pool whose creation an older FlintKV was killed in); it holds no "
+          "data: delete it and a new pool is created");
+    }
     if (file_size < PMEMOBJ_MIN_POOL) {
       return Status::Corruption(path_ + ": not a FlintKV pool (file of " +
                                 std::to_string(file_size) +

@@ -75,8 +75,9 @@ TEST_F(PoolTest, NoNoticesOnStderrWithoutInfoLog) {
 // P8b: a creation killed midway left a file at the pool's path that every
 // later open refused as "not a FlintKV pool" (an empty file when the kill
 // came right after the create). The pool is now built under a temporary
-// name: a leftover one is replaced, and an empty file at the path (left by
-// an older build) holds nothing and is replaced too.
+// name, and a leftover one is replaced. An empty file at the path (another
+// program's, or an older FlintKV's interrupted creation) is refused, saying
+// it holds no data and may be deleted.
 TEST_F(PoolTest, InterruptedCreationLeavesNoPool) {
   const std::string path = tmp_.path();
   {
@@ -85,22 +86,25 @@ TEST_F(PoolTest, InterruptedCreationLeavesNoPool) {
     std::fputs("half a pool", f);
     std::fclose(f);
   }
-  ASSERT_NE(OpenPool(), nullptr);
-  EXPECT_NE(access(path.c_str(), F_OK), -1);
-  EXPECT_EQ(access((path + ".creating").c_str(), F_OK), -1);
-  std::remove(path.c_str());
-  std::fclose(std::fopen(path.c_str(), "w"));  // an empty file
   std::unique_ptr<Pool> p = OpenPool();
   ASSERT_NE(p, nullptr);
-  uint64_t id = 0;
+  EXPECT_NE(access(path.c_str(), F_OK), -1);
+  EXPECT_EQ(access((path + ".creating").c_str(), F_OK), -1);
   ListRoot* l = nullptr;
-  EXPECT_TRUE(p->CreateList(kListStandalone, &l).ok());
-  if (l) id = l->list_id;
+  ASSERT_TRUE(p->CreateList(kListStandalone, &l).ok());
+  const uint64_t id = l->list_id;
   p.reset();
-  p = OpenPool();  // a real pool now: reopened, not replaced
+  p = OpenPool();  // the published pool: reopened, not replaced
   ASSERT_NE(p, nullptr);
   ASSERT_EQ(p->Lists().size(), 1u);
   EXPECT_EQ(p->Lists()[0]->list_id, id);
+  p.reset();
+  std::remove(path.c_str());
+  std::fclose(std::fopen(path.c_str(), "w"));  // an empty file
+  Status s = Pool::Open(Options(), &p);
+  ASSERT_TRUE(s.IsCorruption()) << s.ToString();
+  EXPECT_NE(s.ToString().find("holds no data: delete it"), std::string::npos)
+      << s.ToString();
 }
 
 TEST_F(PoolTest, CreateListsAndChunksThenReopen) {
