@@ -1,7 +1,9 @@
 #include "pmem/pool.h"
 
+#include <dirent.h>
 #include <fcntl.h>
 #include <libpmem.h>
+#include <signal.h>
 #include <spawn.h>
 #include <sys/file.h>
 #include <sys/stat.h>
@@ -13,6 +15,7 @@ extern char** environ;
 #include <algorithm>
 #include <cerrno>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <mutex>
 #include <utility>
@@ -171,25 +174,60 @@ Status Pool::Open(const PoolOptions& options, std::unique_ptr<Pool>* out) {
 }
 
 Status Pool::PublishCreated() {
-  if (std::rename(creating_.c_str(), path_.c_str()) != 0) {
-    const std::string err = std::strerror(errno);
-    std::remove(creating_.c_str());
-    return Status::IOError(path_ +
-                           ": cannot rename the new pool into place: " + err);
-  }
+  // link() publishes only if nothing is at path_ yet: a process creating
+  // the same pool at the same moment either published first (EEXIST: the
+  // caller opens that one) or finds this one there.
+  const int rc = link(creating_.c_str(), path_.c_str());
+  const int err = errno;
+  std::remove(creating_.c_str());
   creating_.clear();
-  // The rename is durable before anything is written to the pool.
+  if (rc != 0 && err == EEXIST) {
+    return Status::Busy(path_ + ": created by another process meanwhile");
+  }
+  if (rc != 0) {
+    return Status::IOError(
+        path_ + ": cannot put the new pool in place: " + std::strerror(err));
+  }
+  // The name is durable before anything is written to the pool.
   const size_t slash = path_.rfind('/');
   const std::string dir =
       slash == std::string::npos ? "." : path_.substr(0, slash);
   const int fd = open(dir.c_str(), O_RDONLY | O_DIRECTORY);
   if (fd < 0) return Status::IOError(dir + ": " + std::strerror(errno));
-  const int rc = fsync(fd);
-  const int err = errno;
+  const int sync_rc = fsync(fd);
+  const int sync_err = errno;
   close(fd);
-  if (rc != 0) return Status::IOError(dir + ": fsync: " + std::strerror(err));
+  if (sync_rc != 0) {
+    return Status::IOError(dir + ": fsync: " + std::strerror(sync_err));
+  }
   return Status::OK();
 }
+
+namespace {
+
+// Removes the temporary files of pool creations whose process is gone
+// (<path>.creating.<pid>); each is as large as the pool.
+void RemoveDeadCreations(const std::string& path) {
+  const size_t slash = path.rfind('/');
+  const std::string dir =
+      slash == std::string::npos ? "." : path.substr(0, slash);
+  const std::string prefix =
+      (slash == std::string::npos ? path : path.substr(slash + 1)) +
+      ".creating.";
+  DIR* d = opendir(dir.c_str());
+  if (!d) return;
+  while (dirent* e = readdir(d)) {
+    const std::string name = e->d_name;
+    if (name.rfind(prefix, 0) != 0) continue;
+    const long pid = std::strtol(name.c_str() + prefix.size(), nullptr, 10);
+    if (pid > 0 && kill(static_cast<pid_t>(pid), 0) != 0 && errno == ESRCH) {
+      std::remove((dir + "/" + name).c_str());
+    }
+  }
+  closedir(d);
+}
+
+}  // namespace
 
 Status Pool::Init(const PoolOptions& o) {
   path_ = o.path;
@@ -216,8 +254,9 @@ Status Pool::Init(const PoolOptions& o) {
     // P8b: built under a temporary name and renamed into place once its
     // root is durable, so a kill during creation never leaves a file at
     // path_ that is not a pool (it refused every later open).
-    creating_ = path_ + ".creating";
-    std::remove(creating_.c_str());
+    RemoveDeadCreations(path_);
+    creating_ = path_ + ".creating." + std::to_string(getpid());
+    std::remove(creating_.c_str());  // this process's, from a failed attempt
     pop_ = pmemobj_create(creating_.c_str(), kLayoutName, o.size, 0666);
     if (!pop_) {
       const std::string err = Errmsg();
@@ -312,6 +351,11 @@ Status Pool::Init(const PoolOptions& o) {
   }
   if (!creating_.empty()) {
     Status rs = PublishCreated();
+    if (rs.IsBusy()) {  // another process's pool is in place: open that
+      pmemobj_close(pop_);
+      pop_ = nullptr;
+      return Init(o);
+    }
     if (!rs.ok()) return rs;
   }
   if (root_->magic != kPoolMagic) {

@@ -7,6 +7,7 @@
 #include <pthread.h>
 #include <signal.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -80,8 +81,13 @@ TEST_F(PoolTest, NoNoticesOnStderrWithoutInfoLog) {
 // it holds no data and may be deleted.
 TEST_F(PoolTest, InterruptedCreationLeavesNoPool) {
   const std::string path = tmp_.path();
+  const pid_t dead = fork();  // a process that created and is gone
+  ASSERT_GE(dead, 0);
+  if (dead == 0) _exit(0);
+  ASSERT_EQ(waitpid(dead, nullptr, 0), dead);
+  const std::string leftover = path + ".creating." + std::to_string(dead);
   {
-    std::FILE* f = std::fopen((path + ".creating").c_str(), "w");
+    std::FILE* f = std::fopen(leftover.c_str(), "w");
     ASSERT_NE(f, nullptr);
     std::fputs("half a pool", f);
     std::fclose(f);
@@ -89,7 +95,9 @@ TEST_F(PoolTest, InterruptedCreationLeavesNoPool) {
   std::unique_ptr<Pool> p = OpenPool();
   ASSERT_NE(p, nullptr);
   EXPECT_NE(access(path.c_str(), F_OK), -1);
-  EXPECT_EQ(access((path + ".creating").c_str(), F_OK), -1);
+  EXPECT_EQ(access(leftover.c_str(), F_OK), -1) << "a dead creation's file";
+  const std::string mine = path + ".creating." + std::to_string(getpid());
+  EXPECT_EQ(access(mine.c_str(), F_OK), -1);
   ListRoot* l = nullptr;
   ASSERT_TRUE(p->CreateList(kListStandalone, &l).ok());
   const uint64_t id = l->list_id;
@@ -105,6 +113,48 @@ TEST_F(PoolTest, InterruptedCreationLeavesNoPool) {
   ASSERT_TRUE(s.IsCorruption()) << s.ToString();
   EXPECT_NE(s.ToString().find("holds no data: delete it"), std::string::npos)
       << s.ToString();
+}
+
+// Two processes creating the same pool at once: one creates and publishes
+// it, the other finds it in place and opens it (Busy: it is in use) or
+// opens it after the first is done. Before, the second could unlink the
+// first's half-built file and the first then wrote into a file without a
+// name. Every child checks that the pool it opened is the one at the path.
+TEST_F(PoolTest, RacingCreationsShareOnePool) {
+  for (int round = 0; round < 8; round++) {
+    std::remove(tmp_.path().c_str());
+    pid_t kids[2];
+    for (int k = 0; k < 2; k++) {
+      kids[k] = fork();
+      ASSERT_GE(kids[k], 0);
+      if (kids[k] == 0) {
+        std::unique_ptr<Pool> p;
+        PoolOptions o = Options();
+        o.info_log = nullptr;
+        Status s = Pool::Open(o, &p);
+        if (s.IsBusy()) _exit(2);
+        if (!s.ok()) _exit(1);
+        // The pool's file is the one at the path: a list created here is
+        // seen by a reopen through the path.
+        ListRoot* l = nullptr;
+        if (!p->CreateList(kListStandalone, &l).ok()) _exit(1);
+        p.reset();
+        _exit(0);
+      }
+    }
+    int ok = 0;
+    for (pid_t kid : kids) {
+      int st = 0;
+      ASSERT_EQ(waitpid(kid, &st, 0), kid);
+      ASSERT_TRUE(WIFEXITED(st)) << "round " << round;
+      ASSERT_NE(WEXITSTATUS(st), 1) << "round " << round;
+      ok += WEXITSTATUS(st) == 0;
+    }
+    std::unique_ptr<Pool> p = OpenPool();
+    ASSERT_NE(p, nullptr);
+    EXPECT_EQ(p->Lists().size(), static_cast<size_t>(ok))
+        << "round " << round << ": a list went to a file without a name";
+  }
 }
 
 TEST_F(PoolTest, CreateListsAndChunksThenReopen) {
