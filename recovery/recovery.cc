@@ -484,7 +484,7 @@ rocksdb::Status RecoverInto(
   // drop holds nothing of the user's.
   std::vector<rocksdb::ColumnFamilyHandle*> handles;
   for (rocksdb::ColumnFamilyHandle* cf : all_handles) {
-    if (cf->GetName() != kClockColumnFamily) {
+    if (!IsLeftoverClock(db, cf)) {
       handles.push_back(cf);
       continue;
     }
@@ -782,7 +782,27 @@ rocksdb::Status RecoverDB(const rocksdb::Options& db_options,
     s = rocksdb::DB::ListColumnFamilies(db_options, db_path, &names);
     if (!s.ok()) return fail(s);
     for (auto& n : names) {
-      cfs.emplace_back(n, rocksdb::ColumnFamilyOptions(db_options));
+      // A clock family a crash left was made with RocksDB's defaults.
+      cfs.emplace_back(n, n == kClockColumnFamily
+                              ? rocksdb::ColumnFamilyOptions()
+                              : rocksdb::ColumnFamilyOptions(db_options));
+    }
+  }
+  // P18: the clock family is opened if the MANIFEST has it (a kill inside
+  // its import) and left out if not, whatever an OPTIONS file written
+  // between its two edits says.
+  {
+    std::vector<std::string> names;
+    s = rocksdb::DB::ListColumnFamilies(db_options, db_path, &names);
+    if (!s.ok()) return fail(s);
+    const bool listed =
+        std::count(names.begin(), names.end(), kClockColumnFamily) > 0;
+    auto clock = std::find_if(cfs.begin(), cfs.end(), [](const auto& cf) {
+      return cf.name == kClockColumnFamily;
+    });
+    if (!listed && clock != cfs.end()) cfs.erase(clock);
+    if (listed && clock == cfs.end()) {  // made with RocksDB's defaults
+      cfs.emplace_back(kClockColumnFamily, rocksdb::ColumnFamilyOptions());
     }
   }
   std::shared_ptr<rocksdb::MemTableRepFactory> factory;
@@ -847,7 +867,10 @@ rocksdb::Status OpenDB(const rocksdb::DBOptions& db_options,
   // P18: a crash inside the clock's import left its column family.
   std::vector<std::string> names;
   if (rocksdb::DB::ListColumnFamilies(db_options, name, &names).ok() &&
-      std::count(names.begin(), names.end(), kClockColumnFamily) > 0) {
+      std::count(names.begin(), names.end(), kClockColumnFamily) > 0 &&
+      std::none_of(cfs.begin(), cfs.end(), [](const auto& cf) {
+        return cf.name == kClockColumnFamily;
+      })) {
     descs.emplace_back(kClockColumnFamily, rocksdb::ColumnFamilyOptions());
   }
   rocksdb::DB* db = nullptr;

@@ -18,10 +18,13 @@ rocksdb::Status RaiseLastSequence(rocksdb::DB* db, uint64_t target,
   if (!s.ok()) return s;
   const std::string name = "clock.sst";
   db->GetEnv()->DeleteFile(dir + "/" + name).PermitUncheckedError();
-  rocksdb::Options o;  // the bytewise comparator the column family gets
+  // The DB's Env (an encrypted or in-memory one reads the file back), and
+  // the bytewise comparator and defaults the clock's column family gets.
+  rocksdb::Options o;
+  o.env = db->GetEnv();
   rocksdb::SstFileWriter w(rocksdb::EnvOptions(), o);
   s = w.Open(dir + "/" + name);
-  if (s.ok()) s = w.Put("flintkv-sequence-clock", "");
+  if (s.ok()) s = w.Put(kClockKey, "");
   if (s.ok()) s = w.Finish();
   if (!s.ok()) return s;
   rocksdb::ExportImportFilesMetaData meta;
@@ -53,17 +56,18 @@ rocksdb::Status RaiseLastSequence(rocksdb::DB* db, uint64_t target,
   return rocksdb::Status::OK();
 }
 
-rocksdb::Status DropLeftoverClock(
-    rocksdb::DB* db, std::vector<rocksdb::ColumnFamilyHandle*>* handles) {
-  auto it = std::find_if(handles->begin(), handles->end(), [](auto* h) {
-    return h->GetName() == kClockColumnFamily;
-  });
-  if (it == handles->end()) return rocksdb::Status::OK();
-  rocksdb::Status s = db->DropColumnFamily(*it);
-  if (!s.ok()) return s;
-  db->DestroyColumnFamilyHandle(*it).PermitUncheckedError();
-  handles->erase(it);
-  return rocksdb::Status::OK();
+bool IsLeftoverClock(rocksdb::DB* db, rocksdb::ColumnFamilyHandle* cf) {
+  if (cf->GetName() != kClockColumnFamily) return false;
+  // Exactly the one key RaiseLastSequence imports: a user's column family
+  // of that name is never taken for it.
+  std::unique_ptr<rocksdb::Iterator> it(
+      db->NewIterator(rocksdb::ReadOptions(), cf));
+  it->SeekToFirst();
+  if (!it->Valid() || it->key() != kClockKey || !it->value().empty()) {
+    return false;
+  }
+  it->Next();
+  return !it->Valid() && it->status().ok();
 }
 
 }  // namespace flintkv

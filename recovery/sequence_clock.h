@@ -14,7 +14,8 @@
 // kClockColumnFamily, and drops it at once. Two MANIFEST edits, each
 // carrying the raised last sequence. A crash between them leaves the
 // column family behind: the next recovery (RecoverDB, flintkv_tool,
-// OpenDB) opens and drops it before anything else.
+// OpenDB) opens and drops it before anything else, if it holds exactly the
+// clock's key.
 // Thread safety: single-threaded (recovery owns the DB).
 #pragma once
 
@@ -27,15 +28,16 @@
 namespace flintkv {
 
 constexpr const char* kClockColumnFamily = "flintkv_sequence_clock";
+constexpr const char* kClockKey = "flintkv-sequence-clock";
 
 // Raises db's last sequence to at least `target` (no-op if it is there);
 // uses <dir>/clock.sst. Fails if RocksDB did not raise it.
 rocksdb::Status RaiseLastSequence(rocksdb::DB* db, uint64_t target,
                                   const std::string& dir);
 
-// Drops the clock column family a crash left among `handles` (removed from
-// it; the handle destroyed). OK if there is none.
-rocksdb::Status DropLeftoverClock(
-    rocksdb::DB* db, std::vector<rocksdb::ColumnFamilyHandle*>* handles);
+// Whether cf is a clock column family a crash left: named
+// kClockColumnFamily and holding exactly the one key RaiseLastSequence
+// imports (a user's family of that name is not).
+bool IsLeftoverClock(rocksdb::DB* db, rocksdb::ColumnFamilyHandle* cf);
 
 }  // namespace flintkv

@@ -150,6 +150,36 @@ TEST_F(ClockTest, KilledBetweenImportAndDropRecovers) {
   }
 }
 
+// A user's column family of the clock's name is the user's: recovery and
+// OpenDB leave it and its data alone (only a family holding exactly the
+// clock's key is taken for one a crash left).
+TEST_F(ClockTest, UserFamilyOfTheClockNameIsKept) {
+  {
+    rocksdb::Options o = PlainOptions(dir_);
+    rocksdb::DB* db = nullptr;
+    ASSERT_TRUE(rocksdb::DB::Open(o, DbDir(dir_), &db).ok());
+    rocksdb::ColumnFamilyHandle* cf = nullptr;
+    ASSERT_TRUE(db->CreateColumnFamily(o, kClockCf, &cf).ok());
+    ASSERT_TRUE(db->Put(rocksdb::WriteOptions(), cf, "mine", "kept").ok());
+    ASSERT_TRUE(db->Flush(rocksdb::FlushOptions(), cf).ok());
+    db->DestroyColumnFamilyHandle(cf);
+    delete db;
+  }
+  ASSERT_TRUE(
+      RecoverDB(BaseOptions(), DbDir(dir_), {}, Ro(dir_), nullptr).ok());
+  ASSERT_TRUE(HasClockFamily());
+  rocksdb::Options o = BaseOptions();
+  std::vector<rocksdb::ColumnFamilyHandle*> h;
+  rocksdb::DB* db = nullptr;
+  rocksdb::Status s = OpenDB(o, DbDir(dir_), {{"default", o}, {kClockCf, o}},
+                             &h, &db, Ro(dir_));
+  ASSERT_TRUE(s.ok()) << s.ToString();
+  ASSERT_EQ(h.size(), 2u);
+  EXPECT_EQ(Get(db, h[1], "mine"), "kept");
+  for (auto* cf : h) db->DestroyColumnFamilyHandle(cf);
+  delete db;
+}
+
 }  // namespace
 }  // namespace test
 }  // namespace flintkv
