@@ -223,10 +223,9 @@ struct InspectOptions {
 // Drops the unflushed memtables a pool holds for a DB that no longer exists
 // (destroyed with DestroyDB, or replaced by a new DB at its path): their
 // writes are gone for good. Only those of life `incarnation` (the hex
-// number `inspect` and the refusals print; a family number selects its
-// lives too), or all with 0. *dropped lists what was (or, with dry_run,
-// would be) dropped. NotFound if pool_dir holds no pool; Busy if a DB of
-// this or another process has it open.
+// number `inspect` and the refusals print), or all with 0. *dropped lists what
+// was (or, with dry_run, would be) dropped. NotFound if pool_dir holds no pool;
+// Busy if a DB of this or another process has it open.
 rocksdb::Status DiscardLeftovers(const std::string& pool_dir,
                                  uint64_t incarnation, bool dry_run,
                                  std::vector<std::string>* dropped);

@@ -242,6 +242,21 @@ bool PoolSession::AnyLiveLocked() const {
   return false;
 }
 
+std::string PoolSession::DiscardHintLocked(
+    const std::set<uint64_t>& lists) const {
+  std::set<uint64_t> lives;
+  for (pmem::ListRoot* l : pool_->Lists()) {
+    if (lists.count(l->list_id)) lives.insert(MetaOf(l)->incarnation);
+  }
+  std::string out;
+  for (uint64_t inc : lives) {
+    out += std::string(out.empty() ? "" : " and ") +
+           "flintkv_tool discard --pool_dir=" + pool_dir_ +
+           " --incarnation=" + Hex(inc) + " --confirm";
+  }
+  return out;
+}
+
 std::string PoolSession::LeftoverSummaryLocked() const {
   std::map<uint64_t, int> by_inc;
   for (pmem::ListRoot* l : pool_->Lists()) {
@@ -268,8 +283,9 @@ Status PoolSession::DiscardLeftovers(uint64_t incarnation, bool dry_run,
   for (pmem::ListRoot* l : pool_->Lists()) {
     if (!leftovers_.count(l->list_id)) continue;
     const MemtableMeta* m = MetaOf(l);
-    if (incarnation != 0 && m->incarnation != incarnation &&
-        m->family != incarnation) {
+    // A damaged list's incarnation says nothing: only "all" takes it.
+    if (incarnation != 0 &&
+        (m->incarnation != incarnation || *MemtableListDamage(*l) != 0)) {
       continue;
     }
     uint64_t entries = 0;
@@ -282,7 +298,7 @@ Status PoolSession::DiscardLeftovers(uint64_t incarnation, bool dry_run,
                        Hex(m->incarnation) + ", family " + Hex(m->family) +
                        ", column family " +
                        std::to_string(m->column_family_id) + ", " +
-                       std::to_string(entries) + " nodes)");
+                       std::to_string(entries) + " entries)");
     victims.push_back(l);
   }
   if (dry_run) return Status::OK();
@@ -362,9 +378,8 @@ Status PoolSession::BeginOpen(const void* factory, bool wal_logged,
         "A DB whose writes all keep the WAL on can set wal_logged=true in "
         "the memtable options: its Close then leaves nothing in the pool. "
         "If the DB that wrote them no longer exists (destroyed, or replaced "
-        "by a new DB at its path), drop them, and their writes: "
-        "flintkv_tool discard --pool_dir=" +
-        pool_dir_ + " --confirm");
+        "by a new DB at its path), drop them, and their writes: " +
+        DiscardHintLocked(leftovers_));
   }
   // A new life for this thread's open. The open's next column family
   // prepares it again: no list carries the number yet. Pressure reports
@@ -703,8 +718,8 @@ Status PoolSession::Claim(const DbBinding& b, bool wrapper) {
         "` lists them; to claim them for this DB anyway: "
         "--accept_incarnation=<incarnation or family> (RecoveryOptions::"
         "accept_incarnation); if the DB that wrote them no longer exists, "
-        "drop them and their writes: flintkv_tool discard --pool_dir=" +
-        pool_dir_ + " --confirm");
+        "drop them and their writes: " +
+        DiscardHintLocked(leftovers_));
   }
   claimed_ = true;
   claim_thread_ = std::this_thread::get_id();

@@ -222,7 +222,8 @@ class PoolSession : public std::enable_shared_from_this<PoolSession> {
   void ReleaseClaim();
   // Lists with entries that no live memtable of this process owns.
   std::set<uint64_t> LeftoverIds() const;
-  // Drops the leftover lists of life `incarnation` (0: of every life),
+  // Drops the leftover lists of life `incarnation` (0: of every life, also
+  // lists whose metadata is damaged),
   // whose writes are then gone: for leftovers of a DB that no longer exists
   // (destroyed, replaced). *dropped says which ("list <id> (incarnation
   // <hex>, column family <id>, <n> entries)"). With `dry_run` only says.
@@ -256,6 +257,8 @@ class PoolSession : public std::enable_shared_from_this<PoolSession> {
   // nothing that exists: cleared, so no later run is filtered by it.
   void ClearStaleWatermarkLocked();
   std::string LeftoverSummaryLocked() const;
+  // The discard command for each life the lists belong to.
+  std::string DiscardHintLocked(const std::set<uint64_t>& lists) const;
   static uint64_t NewIncarnation();
 
   mutable std::mutex mu_;

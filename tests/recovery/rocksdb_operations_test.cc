@@ -810,7 +810,8 @@ TEST_F(OperationsTest, DestroyedDbLeftoversAreDiscardedOnRequest) {
   rocksdb::Status s = rocksdb::DB::Open(PlainOptions(dir_), DbDir(dir_), &db);
   ASSERT_FALSE(s.ok());
   delete db;
-  EXPECT_TRUE(Has(s, "flintkv_tool discard --pool_dir=" + PoolDir(dir_)))
+  EXPECT_TRUE(Has(s, "flintkv_tool discard --pool_dir=" + PoolDir(dir_) +
+                         " --incarnation="))
       << s.ToString();
   EXPECT_EQ(Tool("discard --pool_dir=" + PoolDir(dir_)), 2);
   EXPECT_NE(test::ReadFile(dir_ + "/tool_out").find("would drop list"),
