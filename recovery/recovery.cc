@@ -302,15 +302,12 @@ rocksdb::Status WalkInto(rocksdb::DB* db, pmem::Pool* pool, const ListPlan& p,
   Status ws = memtable::WalkList(
       *pool, p.list, cmp, &chunks,
       [&](const pmem::NvmNode* n) {
-        replay::Entry e;
-        if (replay::IsCommitted(p.list, n) && replay::DecodeEntry(n, &e)) {
-          *max_seq = std::max(*max_seq, e.seq);
-        }
         if (rp.ok()) rp.Visit(p.list, n);
         return memtable::WalkDecision::kKeep;
       },
       [](uint64_t*) {});
   rocksdb::Status fs = rp.Finish();
+  *max_seq = std::max(*max_seq, rp.max_seq());
   if (!ws.ok()) return ToRocks(ws);
   return fs;
 }
@@ -777,34 +774,25 @@ rocksdb::Status RecoverDB(const rocksdb::Options& db_options,
       h->MarkOfflineRecovery();
     }
   }
+  std::vector<std::string> names;
+  s = rocksdb::DB::ListColumnFamilies(db_options, db_path, &names);
+  if (!s.ok()) return fail(s);
   if (cfs.empty()) {
-    std::vector<std::string> names;
-    s = rocksdb::DB::ListColumnFamilies(db_options, db_path, &names);
-    if (!s.ok()) return fail(s);
     for (auto& n : names) {
-      // A clock family a crash left was made with RocksDB's defaults.
-      cfs.emplace_back(n, n == kClockColumnFamily
-                              ? rocksdb::ColumnFamilyOptions()
-                              : rocksdb::ColumnFamilyOptions(db_options));
+      if (n == kClockColumnFamily) continue;  // AddListedClock below
+      cfs.emplace_back(n, rocksdb::ColumnFamilyOptions(db_options));
     }
   }
   // P18: the clock family is opened if the MANIFEST has it (a kill inside
   // its import) and left out if not, whatever an OPTIONS file written
   // between its two edits says.
-  {
-    std::vector<std::string> names;
-    s = rocksdb::DB::ListColumnFamilies(db_options, db_path, &names);
-    if (!s.ok()) return fail(s);
-    const bool listed =
-        std::count(names.begin(), names.end(), kClockColumnFamily) > 0;
-    auto clock = std::find_if(cfs.begin(), cfs.end(), [](const auto& cf) {
-      return cf.name == kClockColumnFamily;
-    });
-    if (!listed && clock != cfs.end()) cfs.erase(clock);
-    if (listed && clock == cfs.end()) {  // made with RocksDB's defaults
-      cfs.emplace_back(kClockColumnFamily, rocksdb::ColumnFamilyOptions());
-    }
+  if (std::count(names.begin(), names.end(), kClockColumnFamily) == 0) {
+    cfs.erase(std::remove_if(
+                  cfs.begin(), cfs.end(),
+                  [](const auto& cf) { return cf.name == kClockColumnFamily; }),
+              cfs.end());
   }
+  AddListedClock(names, &cfs);
   std::shared_ptr<rocksdb::MemTableRepFactory> factory;
   s = NewMemTableRepFactory(FactoryOptions(o), &factory);
   if (!s.ok()) return fail(s);
@@ -866,12 +854,8 @@ rocksdb::Status OpenDB(const rocksdb::DBOptions& db_options,
   }
   // P18: a crash inside the clock's import left its column family.
   std::vector<std::string> names;
-  if (rocksdb::DB::ListColumnFamilies(db_options, name, &names).ok() &&
-      std::count(names.begin(), names.end(), kClockColumnFamily) > 0 &&
-      std::none_of(cfs.begin(), cfs.end(), [](const auto& cf) {
-        return cf.name == kClockColumnFamily;
-      })) {
-    descs.emplace_back(kClockColumnFamily, rocksdb::ColumnFamilyOptions());
+  if (rocksdb::DB::ListColumnFamilies(db_options, name, &names).ok()) {
+    AddListedClock(names, &descs);
   }
   rocksdb::DB* db = nullptr;
   if (s.ok()) s = rocksdb::DB::Open(db_options, name, descs, handles, &db);

@@ -193,6 +193,7 @@ bool ListReplayer::Visit(const pmem::ListRoot* root, const pmem::NvmNode* n) {
     return false;
   }
   r_->entries_seen++;
+  max_seq_ = std::max(max_seq_, e.seq);
   if (use_wm_ && e.seq > wm_) {
     r_->dropped_above_watermark++;  // never acknowledged (wrapper)
     return true;

@@ -191,6 +191,9 @@ class ListReplayer {
   bool Visit(const pmem::ListRoot* root, const pmem::NvmNode* n);
   // Decides the last group.
   rocksdb::Status Finish();
+  // The newest sequence number of a committed entry fed so far (P18: the
+  // DB's clock is raised to it after the replay).
+  uint64_t max_seq() const { return max_seq_; }
 
  private:
   void EndKey();
@@ -206,6 +209,7 @@ class ListReplayer {
   uint64_t wm_;
   bool check_presence_;
   uint64_t open_seq_;  // LastSequence when this recovery opened the DB
+  uint64_t max_seq_ = 0;
   CopyRange copies_;
   OlderCopies older_;
   GroupSink* sink_;

@@ -1,6 +1,7 @@
 #include "recovery/sequence_clock.h"
 
 #include <algorithm>
+#include <memory>
 
 #include "memtable/rocksdb/crash_point.h"
 #include "rocksdb/comparator.h"
@@ -54,6 +55,15 @@ rocksdb::Status RaiseLastSequence(rocksdb::DB* db, uint64_t target,
         std::to_string(db->GetLatestSequenceNumber()) + ")");
   }
   return rocksdb::Status::OK();
+}
+
+void AddListedClock(const std::vector<std::string>& names,
+                    std::vector<rocksdb::ColumnFamilyDescriptor>* cfs) {
+  auto is_clock = [](const auto& cf) { return cf.name == kClockColumnFamily; };
+  if (std::count(names.begin(), names.end(), kClockColumnFamily) > 0 &&
+      std::none_of(cfs->begin(), cfs->end(), is_clock)) {
+    cfs->emplace_back(kClockColumnFamily, rocksdb::ColumnFamilyOptions());
+  }
 }
 
 bool IsLeftoverClock(rocksdb::DB* db, rocksdb::ColumnFamilyHandle* cf) {

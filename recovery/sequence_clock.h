@@ -35,6 +35,13 @@ constexpr const char* kClockKey = "flintkv-sequence-clock";
 rocksdb::Status RaiseLastSequence(rocksdb::DB* db, uint64_t target,
                                   const std::string& dir);
 
+// Adds the clock column family, with RocksDB's defaults it was made with,
+// to `cfs` when the DB's MANIFEST lists it (`names`, from
+// ListColumnFamilies) and `cfs` does not name it: a crash between its
+// import and its drop left it, and DB::Open must name every family.
+void AddListedClock(const std::vector<std::string>& names,
+                    std::vector<rocksdb::ColumnFamilyDescriptor>* cfs);
+
 // Whether cf is a clock column family a crash left: named
 // kClockColumnFamily and holding exactly the one key RaiseLastSequence
 // imports (a user's family of that name is not).
