@@ -173,6 +173,14 @@ Status Pool::Open(const PoolOptions& options, std::unique_ptr<Pool>* out) {
   return s;
 }
 
+namespace {
+// The directory of a file path ("." for a bare name).
+std::string DirOf(const std::string& path) {
+  const size_t slash = path.rfind('/');
+  return slash == std::string::npos ? "." : path.substr(0, slash);
+}
+}  // namespace
+
 Status Pool::PublishCreated() {
   // link() publishes only if nothing is at path_ yet: a process creating
   // the same pool at the same moment either published first (EEXIST: the
@@ -189,16 +197,21 @@ Status Pool::PublishCreated() {
         path_ + ": cannot put the new pool in place: " + std::strerror(err));
   }
   // The name is durable before anything is written to the pool.
-  const size_t slash = path_.rfind('/');
-  const std::string dir =
-      slash == std::string::npos ? "." : path_.substr(0, slash);
+  return SyncDirectory(DirOf(path_));
+}
+
+Status SyncDirectory(const std::string& dir) {
   const int fd = open(dir.c_str(), O_RDONLY | O_DIRECTORY);
-  if (fd < 0) return Status::IOError(dir + ": " + std::strerror(errno));
-  const int sync_rc = fsync(fd);
-  const int sync_err = errno;
+  if (fd < 0) {
+    return Status::IOError("cannot open directory " + dir + ": " +
+                           std::strerror(errno));
+  }
+  const int rc = fsync(fd);
+  const int err = errno;
   close(fd);
-  if (sync_rc != 0) {
-    return Status::IOError(dir + ": fsync: " + std::strerror(sync_err));
+  if (rc != 0) {
+    return Status::IOError("cannot sync directory " + dir + ": " +
+                           std::strerror(err));
   }
   return Status::OK();
 }
@@ -208,9 +221,8 @@ namespace {
 // Removes the temporary files of pool creations whose process is gone
 // (<path>.creating.<pid>); each is as large as the pool.
 void RemoveDeadCreations(const std::string& path) {
+  const std::string dir = DirOf(path);
   const size_t slash = path.rfind('/');
-  const std::string dir =
-      slash == std::string::npos ? "." : path.substr(0, slash);
   const std::string prefix =
       (slash == std::string::npos ? path : path.substr(slash + 1)) +
       ".creating.";

@@ -122,7 +122,7 @@ class Pool : public Region {
   PoolRoot* root_ = nullptr;
   std::string path_;
   // A pool being created lives at this temporary name until its root is
-  // durable; PublishCreated renames it to path_ (P8b).
+  // durable; PublishCreated links it to path_ (P8b).
   std::string creating_;
   Status PublishCreated();
   uint64_t chunk_size_ = 0;
@@ -136,6 +136,10 @@ class Pool : public Region {
   std::atomic<bool> current_format_{false};
   std::function<void(const std::string&)> info_log_;
 };
+
+// fsyncs directory `dir`, so that the names created in it (a new pool, a
+// WAL file) survive a power failure.
+Status SyncDirectory(const std::string& dir);
 
 }  // namespace pmem
 }  // namespace flintkv

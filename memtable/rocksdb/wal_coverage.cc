@@ -320,14 +320,8 @@ Status SyncWalFiles(const std::string& wal_dir) {
     }
     if (fd >= 0) close(fd);
   }
-  if (s.ok()) {  // a log a memtable switch created: its name too
-    const int dfd = open(wal_dir.c_str(), O_RDONLY | O_DIRECTORY);
-    if (dfd < 0 || fsync(dfd) != 0) {
-      s = Status::IOError("cannot sync the WAL directory " + wal_dir + ": " +
-                          std::strerror(errno));
-    }
-    if (dfd >= 0) close(dfd);
-  }
+  // A log a memtable switch created: its name too.
+  if (s.ok()) s = pmem::SyncDirectory(wal_dir);
   return s;
 }
 
