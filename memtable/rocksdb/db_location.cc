@@ -3,6 +3,7 @@
 #include <dirent.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <fstream>
 #include <sstream>
@@ -12,7 +13,9 @@ namespace rocks {
 namespace {
 
 constexpr const char* kHeader = "flintkv-db-location 1";
-constexpr size_t kLivesKept = 16;
+// The newest lines kept: a life records one directory, two when another
+// DB of its process wrote its OPTIONS file at the same moment.
+constexpr size_t kLinesKept = 32;
 
 std::string RecordPath(const std::string& pool_dir) {
   return pool_dir + "/flintkv.db_location";
@@ -58,9 +61,9 @@ std::vector<std::string> OpenOptionsFileDirs() {
       continue;
     }
     const std::string dir = path.substr(0, slash);
-    bool seen = false;
-    for (const auto& x : dirs) seen = seen || x == dir;
-    if (!seen) dirs.push_back(dir);
+    if (std::find(dirs.begin(), dirs.end(), dir) == dirs.end()) {
+      dirs.push_back(dir);
+    }
   }
   closedir(d);
   return dirs;
@@ -71,8 +74,9 @@ void RecordDbLocation(const std::string& pool_dir, uint64_t incarnation,
   if (dirs.empty()) return;
   auto lives = ReadRecord(pool_dir);
   for (const auto& dir : dirs) lives.emplace_back(incarnation, dir);
-  const size_t keep = kLivesKept * 2;
-  if (lives.size() > keep) lives.erase(lives.begin(), lives.end() - keep);
+  if (lives.size() > kLinesKept) {
+    lives.erase(lives.begin(), lives.end() - kLinesKept);
+  }
   std::ostringstream os;
   os << kHeader << "\n";
   for (const auto& [inc, dir] : lives) os << inc << " " << dir << "\n";

@@ -10,6 +10,7 @@
 #include <cstring>
 #include <random>
 
+#include "memtable/list_walk.h"
 #include "memtable/rocksdb/db_binding.h"
 #include "memtable/rocksdb/db_location.h"
 #include "memtable/rocksdb/wal_coverage.h"
@@ -289,16 +290,20 @@ Status PoolSession::DiscardLeftovers(uint64_t incarnation, bool dry_run,
       continue;
     }
     uint64_t entries = 0;
-    for (uint64_t off = l->head.next; off != 0 && entries <= pool_->size() / 16;
-         off = pool_->FromOffset<pmem::NvmNode>(off)->next) {
-      if (!pool_->InBounds(off, sizeof(pmem::NvmNode))) break;
-      entries++;
-    }
+    Status ws = memtable::WalkList(
+        *pool_, l, nullptr, nullptr,
+        [&](const pmem::NvmNode* n) {
+          entries += n->version != pmem::kUncommittedVersion;
+          return memtable::WalkDecision::kKeep;
+        },
+        [](uint64_t*) {});
     dropped->push_back("list " + std::to_string(l->list_id) + " (incarnation " +
                        Hex(m->incarnation) + ", family " + Hex(m->family) +
                        ", column family " +
                        std::to_string(m->column_family_id) + ", " +
-                       std::to_string(entries) + " entries)");
+                       (ws.ok() ? std::to_string(entries) + " entries"
+                                : "entries unknown: " + ws.message()) +
+                       ")");
     victims.push_back(l);
   }
   if (dry_run) return Status::OK();

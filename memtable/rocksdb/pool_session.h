@@ -223,11 +223,11 @@ class PoolSession : public std::enable_shared_from_this<PoolSession> {
   // Lists with entries that no live memtable of this process owns.
   std::set<uint64_t> LeftoverIds() const;
   // Drops the leftover lists of life `incarnation` (0: of every life, also
-  // lists whose metadata is damaged),
-  // whose writes are then gone: for leftovers of a DB that no longer exists
-  // (destroyed, replaced). *dropped says which ("list <id> (incarnation
-  // <hex>, column family <id>, <n> entries)"). With `dry_run` only says.
-  // Busy while the pool serves a DB or a recovery.
+  // lists whose metadata is damaged), whose writes are then gone: for
+  // leftovers of a DB that no longer exists (destroyed, replaced).
+  // *dropped says which ("list <id> (incarnation <hex>, ..., <n>
+  // entries)"). With `dry_run` only says. Busy while the pool serves a DB
+  // or a recovery.
   Status DiscardLeftovers(uint64_t incarnation, bool dry_run,
                           std::vector<std::string>* dropped);
 
@@ -250,8 +250,8 @@ class PoolSession : public std::enable_shared_from_this<PoolSession> {
   bool AnyLiveLocked() const;
   PoolSession() = default;
   void ScanLeftoversLocked();
-  // S5: drops the leftovers the WAL of their DB holds; says in *why_not
-  // what keeps the others.
+  // S5: drops every leftover if the WAL of their DB holds them all, else
+  // none and says in *why_not what keeps them.
   void DropWalCoveredLocked(const OpenWal& wal, std::string* why_not);
   // With no leftover left, a watermark or recovery record still set filters
   // nothing that exists: cleared, so no later run is filtered by it.
