@@ -269,14 +269,18 @@ rocksdb::Status RefuseOlderDb(rocksdb::DB* db,
         "flintkv: the DB is older than the pool's unflushed memtables: its "
         "last sequence number is " +
         std::to_string(last) + ", but list " + std::to_string(l->list_id) +
-        " was written after the DB had flushed up to sequence " +
+        " was written after the DB had reached sequence " +
         std::to_string(m->flushed_floor) +
-        ", so SST files are missing (was the DB restored from a backup or "
-        "checkpoint, or replaced by an older copy, after these memtables "
-        "were written?). Nothing was replayed and the pool is unchanged. "
-        "Recover with the DB as it was at the crash; to replay over this one "
-        "anyway: flintkv_tool recover --allow_older_db "
-        "(RecoveryOptions::allow_older_db)");
+        " (by a flush, or by the recovery that began the life that wrote "
+        "it), so this DB lacks writes those memtables build on (was it "
+        "restored from a backup or checkpoint, or replaced by an older copy, "
+        "after they were written?). Nothing was replayed and the pool is "
+        "unchanged. Recover with the DB as it was at the crash; if that DB is "
+        "gone and this one is to be kept as it is, drop the pool's unflushed "
+        "writes: flintkv_tool discard --pool_dir=" +
+        o.pool_dir +
+        " --confirm; to replay over this one anyway: flintkv_tool recover "
+        "--allow_older_db (RecoveryOptions::allow_older_db)");
   }
   return rocksdb::Status::OK();
 }
@@ -752,7 +756,12 @@ rocksdb::Status RecoverInto(
   }
   r->flush_seconds = Seconds(start);
   replay::RemoveSstDir(db);
-  h->FinishRecovery();
+  // S3: the life this recovery begins builds on the DB as it is now. Not
+  // LastSequence, which a reopen may not reach (a WAL-replayed write to a
+  // column family dropped since counts there and nowhere durable): the
+  // newest sequence number in its files, which a reopen reaches, or the
+  // clock's import, which is durable.
+  h->FinishRecovery(std::max(NewestFileSeq(db), r->sequence_raised_to));
   Log(o, "flintkv: recovery: " + r->ToString());
   return rocksdb::Status::OK();
 }

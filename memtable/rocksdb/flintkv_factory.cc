@@ -1,6 +1,10 @@
 // The "flintkv" MemTableRepFactory: options, pool opening, registration.
+#include <limits.h>
+#include <stdlib.h>
+
 #include <cstdio>
 #include <mutex>
+#include <string>
 
 #include "flintkv/rocksdb_memtable.h"
 #include "memtable/rocksdb/flintkv_rep.h"
@@ -53,6 +57,48 @@ const std::unordered_map<std::string, OptionTypeInfo>& OptionsTypeInfo() {
 // written to the DB's OPTIONS file with the factory's options so that
 // recovery can tell which lists are this DB's. Set by FlintKV, not by
 // users; never compared (each open has its own).
+// One pool per DB. RocksDB validates every column family's options of a
+// DB::Open on the opening thread, one after another with the same
+// DBOptions, before it creates any memtable; the pool_dirs seen in that
+// run must be one: a DB whose families sit on two pools is refused at Open
+// (recovery reads one pool per DB, and a pool's lists would be claimed
+// by the other's DB as "another database's"). A run ends at the thread's
+// next memtable, at another DBOptions object, or when this factory refuses
+// the open. (A DB::Open that fails otherwise before its first memtable
+// leaves its run open: a retry on the same thread, with the same DBOptions
+// object and another pool_dir, is refused too. CreateColumnFamily is not
+// checked: no call tells its DB.)
+struct OpenScan {
+  const void* db = nullptr;
+  std::string pool_dir, pool_real;
+};
+thread_local OpenScan open_scan;
+
+std::string RealDir(const std::string& dir) {
+  char buf[PATH_MAX];
+  return ::realpath(dir.c_str(), buf) ? std::string(buf) : dir;
+}
+
+rocksdb::Status CheckOnePool(const rocksdb::DBOptions& db,
+                             const std::string& pool_dir) {
+  OpenScan& s = open_scan;
+  if (s.db != &db) s = OpenScan{&db, "", ""};
+  const std::string real = RealDir(pool_dir);
+  if (s.pool_dir.empty()) {
+    s.pool_dir = pool_dir;
+    s.pool_real = real;
+    return rocksdb::Status::OK();
+  }
+  if (real == s.pool_real) return rocksdb::Status::OK();
+  return rocksdb::Status::InvalidArgument(
+      "flintkv: the column families of this DB::Open name two pools, "
+      "pool_dir=" +
+      s.pool_dir + " and pool_dir=" + pool_dir +
+      " (memtable_factory): a DB keeps all its column families in one pool "
+      "(recovery replays one pool into one DB). Give every column family "
+      "the same memtable factory, or factories with the same pool_dir");
+}
+
 struct LifeOptions {
   uint64_t incarnation = 0;
   uint64_t family = 0;
@@ -111,6 +157,17 @@ class FlintKVFactory : public rocksdb::MemTableRepFactory {
   rocksdb::Status ValidateOptions(
       const rocksdb::DBOptions& db,
       const rocksdb::ColumnFamilyOptions& cf) const override {
+    rocksdb::Status one = CheckOnePool(db, options_.pool_dir);
+    if (!one.ok()) return one;
+    rocksdb::Status s = ValidateForOpen(db, cf);
+    // This open fails: a retry on this thread starts a new run.
+    if (!s.ok()) open_scan = OpenScan{};
+    return s;
+  }
+
+  rocksdb::Status ValidateForOpen(
+      const rocksdb::DBOptions& db,
+      const rocksdb::ColumnFamilyOptions& cf) const {
     if (!IsOpen() && !options_.pool_dir.empty() &&
         !PoolSession::PoolExists(options_.pool_dir)) {
       // Options refused for the pool this open would create leave no pool
@@ -176,6 +233,7 @@ class FlintKVFactory : public rocksdb::MemTableRepFactory {
                      n.c_str());
       }
     }
+    open_scan = OpenScan{};  // this thread's validation run is over
     MemtableMeta meta = pool_->NewListMeta(column_family_id, logger);
     if (meta.incarnation != kUnownedIncarnation) {
       // Serialized into the OPTIONS file RocksDB writes once the open's

@@ -304,6 +304,7 @@ void FlintRep::MarkReadOnly() {
   // added the figure to its totals just before sealing: freeze that figure.
   sealed_usage_.store(ApproximateMemoryUsage(), std::memory_order_release);
   pool_->pool()->SetListState(root_, pmem::kListSealed);
+  pool_->OnListSealed(root_);  // confirms the successor (S6)
 }
 
 void FlintRep::MarkFlushed() {

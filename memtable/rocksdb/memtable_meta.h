@@ -13,6 +13,15 @@ constexpr uint64_t kMemtableMetaMagic = 0x314154454d544e46ull;  // "FNTMETA1"
 // MemtableMeta::recovery_state: a recovery found this list's data missing
 // from the SST files and will replay it (recovery/recovery.cc).
 constexpr uint32_t kReplayPending = 1;
+// MemtableMeta::recovery_state of a memtable created with a live life's
+// info Logger after its DB::Open finished, for a column family that life
+// already has a mutable memtable of (pool_session.h S6): a read-only or
+// secondary instance sharing the primary's Logger, or the primary's next
+// memtable, which RocksDB creates just before it seals the current one on
+// the same thread. The seal confirms it (state 0); until then it holds
+// nothing of the primary's, and a list still in this state is never a
+// leftover: it is dropped, never replayed.
+constexpr uint32_t kOwnerPending = 2;
 // MemtableMeta::incarnation of a read-only or secondary instance's
 // memtable (pool_session.h): WAL replay only, never recovered.
 constexpr uint64_t kUnownedIncarnation = ~0ull;
@@ -41,11 +50,13 @@ struct MemtableMeta {
   uint64_t incarnation;
   uint64_t family;
   uint64_t db_id_hash;
-  // A sequence number the DB's MANIFEST had reached (a flush of the list's
-  // life installed an SST file holding an entry at least this new) before
-  // the list was created or while it was live: the DB that wrote the list
-  // has a last sequence at least this large (0: none known, or a list older
-  // than the field). See FlintRep::min_seq_.
+  // A sequence number the DB's MANIFEST had reached before the list was
+  // created or while it was live (a flush of the list's life installed an
+  // SST file holding an entry at least this new, see FlintRep::min_seq_; or
+  // the recovery that began the life left the DB there): the DB that wrote
+  // the list has a last sequence at least this large, and a copy of it
+  // taken before that point lacks writes the list builds on (0: none known,
+  // or a list older than the field).
   uint64_t flushed_floor;
   // MetaCheck of the fields fixed at creation (magic, column family, time,
   // incarnation, family, DB identity hash); 0 in lists of pool format 1,
@@ -66,9 +77,10 @@ inline uint64_t MetaCheck(const MemtableMeta& m) {
        m.family, m.db_id_hash});
 }
 
-// Completes a new list's meta: recovery mark clear, check set.
-inline void SealMeta(MemtableMeta* m) {
-  m->recovery_state = pmem::CheckedWord(0, kRecoveryStateSalt);
+// Completes a new list's meta: recovery mark clear (or kOwnerPending),
+// check set.
+inline void SealMeta(MemtableMeta* m, uint32_t state = 0) {
+  m->recovery_state = pmem::CheckedWord(state, kRecoveryStateSalt);
   m->check = MetaCheck(*m);
 }
 
@@ -77,7 +89,7 @@ inline void SealMeta(MemtableMeta* m) {
 inline bool DecodeRecoveryState(const MemtableMeta& m, uint32_t* state) {
   bool corrected;
   return pmem::DecodeCheckedWord(m.recovery_state, kRecoveryStateSalt, 0,
-                                 kReplayPending, state, &corrected);
+                                 kOwnerPending, state, &corrected);
 }
 
 // "" if the meta is intact (or from pool format 1, unchecked), else what is
@@ -93,6 +105,11 @@ inline const char* MetaDamage(const MemtableMeta& m) {
   return "";
 }
 
+// Whether the list's owner was never confirmed (kOwnerPending).
+inline bool OwnerPending(const MemtableMeta& m) {
+  uint32_t state = 0;
+  return DecodeRecoveryState(m, &state) && state == kOwnerPending;
+}
 // Whether a recovery marked the list (after MetaDamage found nothing).
 inline bool ReplayPending(const MemtableMeta& m) {
   uint32_t state = 0;

@@ -8,6 +8,7 @@
 #include <climits>
 #include <cstdlib>
 #include <cstring>
+#include <iterator>
 #include <random>
 
 #include "memtable/list_walk.h"
@@ -217,8 +218,11 @@ void PoolSession::ScanLeftoversLocked() {
   for (pmem::ListRoot* l : pool_->Lists()) {
     if (l->kind != pmem::kListMemtable || live_.count(l->list_id)) continue;
     if (MetaOf(l)->magic == kMemtableMetaMagic &&
-        MetaOf(l)->incarnation == kUnownedIncarnation) {
-      pool_->DropList(l);  // a read-only instance's WAL replay (S1)
+        (MetaOf(l)->incarnation == kUnownedIncarnation ||
+         OwnerPending(*MetaOf(l)))) {
+      // A read-only instance's WAL replay (S1, S6), or an unconfirmed
+      // successor that never took an entry.
+      pool_->DropList(l);
       continue;
     }
     if (l->head.next != 0) leftovers_.insert(l->list_id);
@@ -428,6 +432,7 @@ MemtableMeta PoolSession::NewListMeta(uint32_t column_family_id,
       prepared_.erase(it);
     }
   }
+  uint32_t state = 0;
   if (!life) {  // a read-only or secondary instance (S1): never recovered
     meta.incarnation = kUnownedIncarnation;
   } else {
@@ -435,16 +440,50 @@ MemtableMeta PoolSession::NewListMeta(uint32_t column_family_id,
     meta.family = life->family;
     meta.db_id_hash = life->db_id_hash;
     meta.flushed_floor = life->flushed_floor;
+    // S6: another instance's, or the primary's next; its seal tells.
+    if (life->opened && current_.count({life->incarnation, column_family_id})) {
+      state = kOwnerPending;
+    }
   }
-  SealMeta(&meta);
+  SealMeta(&meta, state);
   return meta;
 }
 
 void PoolSession::OnListCreated(pmem::ListRoot* list) {
   std::lock_guard<std::mutex> g(mu_);
   live_[list->list_id] = list;
-  auto it = lives_.find(MetaOf(list)->incarnation);
-  if (it != lives_.end()) it->second.lists++;
+  const MemtableMeta* m = MetaOf(list);
+  auto it = lives_.find(m->incarnation);
+  if (it == lives_.end()) return;
+  it->second.lists++;
+  const LifeCf key{m->incarnation, m->column_family_id};
+  if (OwnerPending(*m)) {
+    pending_[std::this_thread::get_id()][key] = list->list_id;
+  } else {
+    current_[key] = list->list_id;
+  }
+}
+
+void PoolSession::OnListSealed(pmem::ListRoot* list) {
+  std::lock_guard<std::mutex> g(mu_);
+  const MemtableMeta* m = MetaOf(list);
+  const LifeCf key{m->incarnation, m->column_family_id};
+  auto cur = current_.find(key);
+  if (cur == current_.end() || cur->second != list->list_id) return;
+  auto mine = pending_.find(std::this_thread::get_id());
+  if (mine == pending_.end()) return;
+  auto next = mine->second.find(key);
+  if (next == mine->second.end()) return;
+  auto l = live_.find(next->second);
+  mine->second.erase(next);
+  if (mine->second.empty()) pending_.erase(mine);
+  if (l == live_.end()) return;
+  // S6: confirmed before RocksDB installs it, so before its first entry.
+  MemtableMeta* succ = MutableMetaOf(l->second);
+  succ->recovery_state = pmem::CheckedWord(0, kRecoveryStateSalt);
+  pmem::PmemPersist::Persist(&succ->recovery_state,
+                             sizeof(succ->recovery_state));
+  cur->second = l->first;
 }
 
 void PoolSession::OnListDestroyed(pmem::ListRoot* list, bool flushed,
@@ -466,8 +505,19 @@ void PoolSession::OnListDestroyed(pmem::ListRoot* list, bool flushed,
   // compaction may zero before a later recovery, which would then replay
   // them over newer writes. An unowned list (read-only or secondary
   // instance) holds WAL replay only.
-  const bool keep =
-      life && !flushed && !empty && !life->wal_logged && life->opened;
+  const MemtableMeta* m = MetaOf(list);
+  const LifeCf key{m->incarnation, m->column_family_id};
+  auto cur = current_.find(key);
+  if (cur != current_.end() && cur->second == list->list_id) {
+    current_.erase(cur);
+  }
+  for (auto t = pending_.begin(); t != pending_.end();) {
+    auto p = t->second.find(key);
+    if (p != t->second.end() && p->second == list->list_id) t->second.erase(p);
+    t = t->second.empty() ? pending_.erase(t) : std::next(t);
+  }
+  const bool keep = life && !flushed && !empty && !life->wal_logged &&
+                    life->opened && !OwnerPending(*m);
   if (keep) {
     leftovers_.insert(list->list_id);
     if (kept_note) {
@@ -486,6 +536,10 @@ void PoolSession::OnListDestroyed(pmem::ListRoot* list, bool flushed,
 
 void PoolSession::OnListFlushed(uint64_t incarnation, uint64_t seq) {
   std::lock_guard<std::mutex> g(mu_);
+  RaiseFloorLocked(incarnation, seq);
+}
+
+void PoolSession::RaiseFloorLocked(uint64_t incarnation, uint64_t seq) {
   auto it = lives_.find(incarnation);
   if (it == lives_.end()) return;
   Life& life = it->second;
@@ -691,16 +745,25 @@ Status PoolSession::Claim(const DbBinding& b, bool wrapper) {
   std::string others;
   std::set<uint64_t> own;
   for (auto& [id, m] : meta) {
-    const bool db_mismatch = m->db_id_hash != 0 && b.db_id_hash != 0 &&
-                             m->db_id_hash != b.db_id_hash;
-    if (ours(m) && !db_mismatch) {
+    // A list that names a DB IDENTITY is claimed only by a DB whose
+    // IDENTITY is known and the same: a DB without one (a copy, backup or
+    // checkpoint that did not take it) is unknown, and unknown refuses.
+    const bool db_mismatch =
+        m->db_id_hash != 0 && m->db_id_hash != b.db_id_hash;
+    const bool accepted =
+        b.accept_incarnation && (m->incarnation == b.accept_incarnation ||
+                                 m->family == b.accept_incarnation);
+    if (ours(m) && (!db_mismatch || accepted)) {
       own.insert(id);
       continue;
     }
     if (!others.empty()) others += ", ";
     others += "list " + std::to_string(id) + " (incarnation " +
               Hex(m->incarnation) + ", family " + Hex(m->family) +
-              (db_mismatch ? ", another DB IDENTITY" : "") + ")";
+              (!db_mismatch        ? ""
+               : b.db_id_hash == 0 ? ", a DB IDENTITY this DB does not have"
+                                   : ", another DB IDENTITY") +
+              ")";
   }
   // Another DB's lists are never claimed. They can sit beside this DB's
   // only if two opens raced past S1 (each DB's lists then carry its own
@@ -758,9 +821,14 @@ bool PoolSession::claimed() const {
   return claimed_;
 }
 
-void PoolSession::FinishRecovery() {
+void PoolSession::FinishRecovery(uint64_t life_start) {
   std::shared_ptr<PoolSession> self;
   std::lock_guard<std::mutex> g(mu_);
+  // The recovering life (the only one: S1). Its lists extend the DB as
+  // this recovery left it, never an older copy.
+  std::vector<uint64_t> lives;
+  for (const auto& [inc, l] : lives_) lives.push_back(inc);
+  for (uint64_t inc : lives) RaiseFloorLocked(inc, life_start);
   for (uint64_t id : claimed_lists_) leftovers_.erase(id);
   claimed_lists_.clear();
   claim_note_.clear();

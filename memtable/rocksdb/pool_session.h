@@ -53,6 +53,16 @@
 //     they are in SST files already; a crash after the drop finds them in
 //     the WAL again. Otherwise S2's refusal stands and the pool is as it
 //     was.
+//  S6 a memtable created with a live life's Logger after its DB::Open
+//     finished, for a column family of which the life has a mutable
+//     memtable, is unconfirmed (kOwnerPending, memtable_meta.h): a
+//     read-only or secondary instance sharing the primary's Logger makes
+//     such memtables, and a Logger is no identity. RocksDB makes the
+//     primary's next memtable on the thread that then seals the current
+//     one (SwitchMemtable), before any write reaches it: that seal confirms
+//     it, durably, before its first entry. An unconfirmed list is dropped
+//     when its memtable goes and is never a leftover (it holds another
+//     instance's WAL replay, or nothing).
 // Thread safety: every member is thread-safe (one mutex; none is on the
 // write path: memtable creation and destruction only).
 // Persistence: list stamps are written with the list (Pool::CreateList is
@@ -189,6 +199,10 @@ class PoolSession : public std::enable_shared_from_this<PoolSession> {
   void OnListCreated(pmem::ListRoot* list);
   void OnListDestroyed(pmem::ListRoot* list, bool flushed, bool empty,
                        std::string* kept_note);
+  // RocksDB sealed the list's memtable (MarkReadOnly): if it was its life's
+  // mutable memtable of its column family, the list this thread created
+  // for that family is the successor, and is confirmed (S6).
+  void OnListSealed(pmem::ListRoot* list);
   // RocksDB wrote the DB's OPTIONS file naming `incarnation`: the last step
   // of a successful DB::Open (also repeated at SetOptions and the like).
   void OnOptionsPersisted(uint64_t incarnation);
@@ -216,8 +230,11 @@ class PoolSession : public std::enable_shared_from_this<PoolSession> {
   // Leftovers of another DB the claim left in the pool ("" if none).
   std::string claim_note() const;
   // Recovery put the claimed lists' data in SST files; they are dropped by
-  // the caller. Ends the claim.
-  void FinishRecovery();
+  // the caller. Ends the claim. life_start: a sequence number the DB
+  // durably reached in the recovery (its files, or the clock's import),
+  // which the recovering life's lists record as their flushed_floor (S3):
+  // a DB restored from a copy taken before it cannot claim them.
+  void FinishRecovery(uint64_t life_start);
   // Ends a claim without recovering (an error): the leftovers stay.
   void ReleaseClaim();
   // Lists with entries that no live memtable of this process owns.
@@ -248,6 +265,9 @@ class PoolSession : public std::enable_shared_from_this<PoolSession> {
     int lists = 0;  // live memtables
   };
   bool AnyLiveLocked() const;
+  // Raises the life's flushed_floor to seq in it and, durably, in each of
+  // its live lists (S3).
+  void RaiseFloorLocked(uint64_t incarnation, uint64_t seq);
   PoolSession() = default;
   void ScanLeftoversLocked();
   // S5: drops every leftover if the WAL of their DB holds them all, else
@@ -275,6 +295,11 @@ class PoolSession : public std::enable_shared_from_this<PoolSession> {
   std::map<std::thread::id, Life> prepared_;  // by BeginOpen, not yet bound
   std::map<uint64_t, Life> lives_;            // bound, by incarnation
   std::map<uint64_t, pmem::ListRoot*> live_;  // lists of live memtables
+  // S6: per (incarnation, column family), the list of the life's mutable
+  // memtable; per thread, the unconfirmed list it created last for each.
+  using LifeCf = std::pair<uint64_t, uint32_t>;
+  std::map<LifeCf, uint64_t> current_;
+  std::map<std::thread::id, std::map<LifeCf, uint64_t>> pending_;
   std::set<uint64_t> leftovers_;
   // The claim (a recovery about to open the DB) and what the next life
   // inherits from it.
