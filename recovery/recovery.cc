@@ -55,14 +55,6 @@ void Log(const RecoveryOptions& o, const std::string& line) {
   if (o.log) o.log(line);
 }
 
-void PersistMeta(pmem::ListRoot* l, uint32_t state) {
-  rocks::MemtableMeta* m = rocks::MutableMetaOf(l);
-  m->recovery_state = pmem::CheckedWord(state, rocks::kRecoveryStateSalt);
-  // A list is marked before any replayed write, so that the lists a crashed
-  // recovery created (its copies) are told apart from the originals.
-  pmem::PmemPersist::Persist(&m->recovery_state, sizeof(m->recovery_state));
-}
-
 void PersistCopyBound(uint64_t* word, uint64_t seq) {
   *word = seq + 1;
   pmem::PmemPersist::Persist(word, sizeof(*word));  // P11
@@ -198,7 +190,11 @@ void Triage(pmem::Pool* pool, std::vector<pmem::ListRoot*>* lists,
   // copy (RecoveryKilledWhileMarkingListsLosesNothing).
   if (!unmarked.empty()) pool->UseCurrentFormat();  // marks are checked words
   for (auto it = unmarked.rbegin(); it != unmarked.rend(); ++it) {
-    PersistMeta(*it, rocks::kReplayPending);
+    // A list is marked before any replayed write, so that the lists a
+    // crashed recovery created (its copies) are told apart from the
+    // originals.
+    rocks::PersistRecoveryState(rocks::MutableMetaOf(*it),
+                                rocks::kReplayPending);
     FLINTKV_TEST_CRASH_POINT("recovery_after_mark");
   }
   *lists = keep;

@@ -53,10 +53,6 @@ const std::unordered_map<std::string, OptionTypeInfo>& OptionsTypeInfo() {
   return *m;
 }
 
-// The DB life the factory's memtables belong to (pool_session.h, S3),
-// written to the DB's OPTIONS file with the factory's options so that
-// recovery can tell which lists are this DB's. Set by FlintKV, not by
-// users; never compared (each open has its own).
 // One pool per DB. RocksDB validates every column family's options of a
 // DB::Open on the opening thread, one after another with the same
 // DBOptions, before it creates any memtable; the pool_dirs seen in that
@@ -99,6 +95,10 @@ rocksdb::Status CheckOnePool(const rocksdb::DBOptions& db,
       "the same memtable factory, or factories with the same pool_dir");
 }
 
+// The DB life the factory's memtables belong to (pool_session.h, S3),
+// written to the DB's OPTIONS file with the factory's options so that
+// recovery can tell which lists are this DB's. Set by FlintKV, not by
+// users; never compared (each open has its own).
 struct LifeOptions {
   uint64_t incarnation = 0;
   uint64_t family = 0;

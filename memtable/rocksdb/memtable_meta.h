@@ -5,6 +5,7 @@
 #include <cstdint>
 
 #include "pmem/layout.h"
+#include "pmem/persist.h"
 
 namespace flintkv {
 namespace rocks {
@@ -82,6 +83,14 @@ inline uint64_t MetaCheck(const MemtableMeta& m) {
 inline void SealMeta(MemtableMeta* m, uint32_t state = 0) {
   m->recovery_state = pmem::CheckedWord(state, kRecoveryStateSalt);
   m->check = MetaCheck(*m);
+}
+
+// Writes the list's recovery word (0, kReplayPending or kOwnerPending) and
+// persists it: each caller's invariant needs it durable before the writes
+// it orders (P11 for a recovery's mark, S6 for a confirmed successor).
+inline void PersistRecoveryState(MemtableMeta* m, uint32_t state) {
+  m->recovery_state = pmem::CheckedWord(state, kRecoveryStateSalt);
+  pmem::PmemPersist::Persist(&m->recovery_state, sizeof(m->recovery_state));
 }
 
 // The recovery mark (corrected if one bit flipped), or false if it

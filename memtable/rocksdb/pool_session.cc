@@ -479,10 +479,7 @@ void PoolSession::OnListSealed(pmem::ListRoot* list) {
   if (mine->second.empty()) pending_.erase(mine);
   if (l == live_.end()) return;
   // S6: confirmed before RocksDB installs it, so before its first entry.
-  MemtableMeta* succ = MutableMetaOf(l->second);
-  succ->recovery_state = pmem::CheckedWord(0, kRecoveryStateSalt);
-  pmem::PmemPersist::Persist(&succ->recovery_state,
-                             sizeof(succ->recovery_state));
+  PersistRecoveryState(MutableMetaOf(l->second), 0);
   cur->second = l->first;
 }
 
@@ -730,11 +727,12 @@ Status PoolSession::Claim(const DbBinding& b, bool wrapper) {
   }
   // The family the DB's OPTIONS file vouches for. An OPTIONS file written
   // before families existed records 0, and so do lists of that time.
+  auto accepted = [&](const MemtableMeta* m) {
+    return b.accept_incarnation && (m->incarnation == b.accept_incarnation ||
+                                    m->family == b.accept_incarnation);
+  };
   auto ours = [&](const MemtableMeta* m) {
-    if (b.accept_incarnation && (m->incarnation == b.accept_incarnation ||
-                                 m->family == b.accept_incarnation)) {
-      return true;
-    }
+    if (accepted(m)) return true;
     if (b.options_flintkv) {
       return b.family ? m->family == b.family
                       : m->family == 0 && m->incarnation == 0;
@@ -750,10 +748,7 @@ Status PoolSession::Claim(const DbBinding& b, bool wrapper) {
     // checkpoint that did not take it) is unknown, and unknown refuses.
     const bool db_mismatch =
         m->db_id_hash != 0 && m->db_id_hash != b.db_id_hash;
-    const bool accepted =
-        b.accept_incarnation && (m->incarnation == b.accept_incarnation ||
-                                 m->family == b.accept_incarnation);
-    if (ours(m) && (!db_mismatch || accepted)) {
+    if (ours(m) && (!db_mismatch || accepted(m))) {
       own.insert(id);
       continue;
     }

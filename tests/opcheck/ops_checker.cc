@@ -964,12 +964,10 @@ void Checker::Life(const LifePlan& p) {
   for (size_t i : acks) dropped |= ops[i].kind == OpKind::kDropCreateCf;
   const bool unflushed = !closed || p.end == End::kCloseNoFlush ||
                          p.mode == Mode::kPlainWal || p.two_pools || dropped;
-  // What the directory alone holds now, and what the pool's lists complete.
-  if (unflushed || !closed) {
-    MeasureDir();
-  } else {
-    dir_ = acked_;
-  }
+  // What the directory alone holds now (after a clean close too, which the
+  // check below holds to every acknowledged write), and what the pool's
+  // lists complete.
+  MeasureDir();
   pool_model_.lists = unflushed;
   pool_model_.base = dir_;
   pool_model_.full = acked_;
