@@ -60,10 +60,12 @@ const std::unordered_map<std::string, OptionTypeInfo>& OptionsTypeInfo() {
 // (recovery reads one pool per DB, and a pool's lists would be claimed
 // by the other's DB as "another database's"). A run ends at the thread's
 // next memtable, at another DBOptions object, or when this factory refuses
-// the open. (A DB::Open that fails otherwise before its first memtable
-// leaves its run open: a retry on the same thread, with the same DBOptions
-// object and another pool_dir, is refused too. CreateColumnFamily is not
-// checked: no call tells its DB.)
+// the open (two pools included). (A DB::Open that fails otherwise before
+// its first memtable leaves its run open: a retry on the same thread, with
+// the same DBOptions object and another pool_dir, is refused too; RocksDB
+// 7.8 validates a copy of each family's options, so no address tells a
+// retry from the next family. CreateColumnFamily is not checked: no call
+// tells its DB.)
 struct OpenScan {
   const void* db = nullptr;
   std::string pool_dir, pool_real;
@@ -157,9 +159,8 @@ class FlintKVFactory : public rocksdb::MemTableRepFactory {
   rocksdb::Status ValidateOptions(
       const rocksdb::DBOptions& db,
       const rocksdb::ColumnFamilyOptions& cf) const override {
-    rocksdb::Status one = CheckOnePool(db, options_.pool_dir);
-    if (!one.ok()) return one;
-    rocksdb::Status s = ValidateForOpen(db, cf);
+    rocksdb::Status s = CheckOnePool(db, options_.pool_dir);
+    if (s.ok()) s = ValidateForOpen(db, cf);
     // This open fails: a retry on this thread starts a new run.
     if (!s.ok()) open_scan = OpenScan{};
     return s;

@@ -3,6 +3,7 @@
 #include <string>
 
 #include "rocksdb/comparator.h"
+#include "rocksdb/version.h"
 
 namespace flintkv {
 namespace rocks {
@@ -41,6 +42,14 @@ rocksdb::Status CheckOptions(const rocksdb::DBOptions& db,
                   "files and copies entries outside the recovery protocol; "
                   "set it to 0");
   }
+#if ROCKSDB_MAJOR >= 9
+  if (!db.write_identity_file) {
+    return Refuse("write_identity_file=false",
+                  "RocksDB then deletes the DB's IDENTITY file, and recovery "
+                  "binds the pool's memtables to the DB by that identity (a "
+                  "DB without one is refused as unknown); leave it true");
+  }
+#endif
   if (cf.comparator && cf.comparator->timestamp_size() > 0) {
     return Refuse("comparator with user-defined timestamps (" +
                       std::string(cf.comparator->Name()) + ")",

@@ -428,11 +428,25 @@ MemtableMeta PoolSession::NewListMeta(uint32_t column_family_id,
     auto it = prepared_.find(std::this_thread::get_id());
     if (it != prepared_.end()) {
       it->second.logger = logger;
+      it->second.open_thread = it->first;
       life = &(lives_[it->second.incarnation] = it->second);
       prepared_.erase(it);
     }
   }
   uint32_t state = 0;
+  const bool cf_seen = life && life->column_families.count(column_family_id);
+  if (life && !life->opened &&
+      life->open_thread != std::this_thread::get_id()) {
+    // S6: the DB::Open still runs on its own thread; another thread making
+    // a memtable with its Logger is another instance opening meanwhile.
+    life = nullptr;
+  } else if (life && life->opened &&
+             !current_.count({life->incarnation, column_family_id}) &&
+             cf_seen) {
+    // S6: the life's mutable memtable of this family is gone (the family
+    // was dropped; RocksDB never reuses its id): another instance's.
+    life = nullptr;
+  }
   if (!life) {  // a read-only or secondary instance (S1): never recovered
     meta.incarnation = kUnownedIncarnation;
   } else {
@@ -455,11 +469,14 @@ void PoolSession::OnListCreated(pmem::ListRoot* list) {
   const MemtableMeta* m = MetaOf(list);
   auto it = lives_.find(m->incarnation);
   if (it == lives_.end()) return;
-  it->second.lists++;
   const LifeCf key{m->incarnation, m->column_family_id};
   if (OwnerPending(*m)) {
+    // Not counted in the life until confirmed: an instance sharing the
+    // Logger must not keep the life going once its DB has closed.
     pending_[std::this_thread::get_id()][key] = list->list_id;
   } else {
+    it->second.lists++;
+    it->second.column_families.insert(m->column_family_id);
     current_[key] = list->list_id;
   }
 }
@@ -481,6 +498,8 @@ void PoolSession::OnListSealed(pmem::ListRoot* list) {
   // S6: confirmed before RocksDB installs it, so before its first entry.
   PersistRecoveryState(MutableMetaOf(l->second), 0);
   cur->second = l->first;
+  auto life = lives_.find(key.first);
+  if (life != lives_.end()) life->second.lists++;
 }
 
 void PoolSession::OnListDestroyed(pmem::ListRoot* list, bool flushed,
@@ -513,8 +532,9 @@ void PoolSession::OnListDestroyed(pmem::ListRoot* list, bool flushed,
     if (p != t->second.end() && p->second == list->list_id) t->second.erase(p);
     t = t->second.empty() ? pending_.erase(t) : std::next(t);
   }
+  const bool pending = OwnerPending(*m);
   const bool keep = life && !flushed && !empty && !life->wal_logged &&
-                    life->opened && !OwnerPending(*m);
+                    life->opened && !pending;
   if (keep) {
     leftovers_.insert(list->list_id);
     if (kept_note) {
@@ -528,7 +548,7 @@ void PoolSession::OnListDestroyed(pmem::ListRoot* list, bool flushed,
     // P6: the contents are in SST files, in the WAL, or there are none.
     pool_->DropList(list);
   }
-  if (life && --life->lists == 0) lives_.erase(it);
+  if (life && !pending && --life->lists == 0) lives_.erase(it);
 }
 
 void PoolSession::OnListFlushed(uint64_t incarnation, uint64_t seq) {

@@ -62,7 +62,11 @@
 //     one (SwitchMemtable), before any write reaches it: that seal confirms
 //     it, durably, before its first entry. An unconfirmed list is dropped
 //     when its memtable goes and is never a leftover (it holds another
-//     instance's WAL replay, or nothing).
+//     instance's WAL replay, or nothing), and does not keep its life
+//     going. A memtable made with the Logger of a life still inside
+//     DB::Open on a thread other than the open's, or for a column family
+//     whose life's mutable memtable is gone (dropped: RocksDB never
+//     reuses a family's id), is another instance's outright (unowned).
 // Thread safety: every member is thread-safe (one mutex; none is on the
 // write path: memtable creation and destruction only).
 // Persistence: list stamps are written with the list (Pool::CreateList is
@@ -261,8 +265,10 @@ class PoolSession : public std::enable_shared_from_this<PoolSession> {
     uint64_t flushed_floor = 0;
     const void* logger = nullptr;  // the DB's info log (binds memtables)
     const void* factory = nullptr;
+    std::thread::id open_thread;  // the DB::Open's (S6)
     std::chrono::steady_clock::time_point prepared_at;
-    int lists = 0;  // live memtables
+    int lists = 0;  // live memtables, confirmed ones only (S6)
+    std::set<uint32_t> column_families;  // that had a list of the life
   };
   bool AnyLiveLocked() const;
   // Raises the life's flushed_floor to seq in it and, durably, in each of

@@ -25,6 +25,7 @@
 #include "rocksdb/sst_file_writer.h"
 #include "rocksdb/utilities/checkpoint.h"
 #include "rocksdb/utilities/stackable_db.h"
+#include "rocksdb/version.h"
 #include "tests/recovery/rocksdb_scenario.h"
 #include "tests/util/test_util.h"
 
@@ -336,25 +337,32 @@ struct RefusedCase {
 };
 std::vector<RefusedCase> RefusedCases() {
   return {
-      {"inplace_update_support",
-       [](rocksdb::Options* o) { o->inplace_update_support = true; }},
-      {"inplace_callback",
-       [](rocksdb::Options* o) {
-         o->inplace_callback = [](char*, uint32_t*, rocksdb::Slice,
-                                  std::string*) {
-           return rocksdb::UpdateStatus::UPDATE_FAILED;
-         };
-       }},
-      {"unordered_write",
-       [](rocksdb::Options* o) { o->unordered_write = true; }},
-      {"experimental_mempurge_threshold",
-       [](rocksdb::Options* o) { o->experimental_mempurge_threshold = 1.0; }},
-      {"avoid_flush_during_shutdown",
-       [](rocksdb::Options* o) { o->avoid_flush_during_shutdown = true; }},
-      {"timestamps", [](rocksdb::Options* o) {
-         static TsComparator ts;
-         o->comparator = &ts;
-       }}};
+    {"inplace_update_support",
+     [](rocksdb::Options* o) { o->inplace_update_support = true; }},
+        {"inplace_callback",
+         [](rocksdb::Options* o) {
+           o->inplace_callback = [](char*, uint32_t*, rocksdb::Slice,
+                                    std::string*) {
+             return rocksdb::UpdateStatus::UPDATE_FAILED;
+           };
+         }},
+        {"unordered_write",
+         [](rocksdb::Options* o) { o->unordered_write = true; }},
+        {"experimental_mempurge_threshold",
+         [](rocksdb::Options* o) { o->experimental_mempurge_threshold = 1.0; }},
+        {"avoid_flush_during_shutdown",
+         [](rocksdb::Options* o) { o->avoid_flush_during_shutdown = true; }},
+#if ROCKSDB_MAJOR >= 9
+        {"write_identity_file",
+         [](rocksdb::Options* o) { o->write_identity_file = false; }},
+#endif
+    {
+      "timestamps", [](rocksdb::Options* o) {
+        static TsComparator ts;
+        o->comparator = &ts;
+      }
+    }
+  };
 }
 
 TEST_F(AcknowledgedWritesTest, UnsupportedOptionsRefusedAtOpen) {

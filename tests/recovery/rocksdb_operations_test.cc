@@ -11,6 +11,7 @@
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <functional>
 #include <map>
 #include <random>
 #include <string>
@@ -22,6 +23,7 @@
 #include "memtable/rocksdb/pool_session.h"
 #include "rocksdb/db.h"
 #include "rocksdb/env.h"
+#include "rocksdb/file_system.h"
 #include "rocksdb/sst_file_writer.h"
 #include "rocksdb/utilities/checkpoint.h"
 #include "tests/recovery/rocksdb_scenario.h"
@@ -209,6 +211,56 @@ Register r8("crash_small_pool_after_set_options", [](const std::string& d) {
   Die();
 });
 
+// A read-only instance sharing the primary's Logger opens while the
+// primary is still inside DB::Open: right as the primary writes its OPTIONS
+// file, on another thread, and stays open while the primary switches a
+// memtable. Its memtable is another instance's (S6), not the primary's
+// current one; the primary's successor is confirmed at the switch, and
+// its WAL-less write survives the kill.
+class RoOpenDuringOptionsFs : public rocksdb::FileSystemWrapper {
+ public:
+  RoOpenDuringOptionsFs(const std::shared_ptr<rocksdb::FileSystem>& t,
+                        std::function<void()> hook)
+      : rocksdb::FileSystemWrapper(t), hook_(std::move(hook)) {}
+  const char* Name() const override { return "RoOpenDuringOptionsFs"; }
+  rocksdb::IOStatus NewWritableFile(const std::string& f,
+                                    const rocksdb::FileOptions& o,
+                                    std::unique_ptr<rocksdb::FSWritableFile>* r,
+                                    rocksdb::IODebugContext* dbg) override {
+    if (f.find("/OPTIONS-") != std::string::npos && !fired_.exchange(true)) {
+      std::thread(hook_).join();
+    }
+    return target()->NewWritableFile(f, o, r, dbg);
+  }
+
+ private:
+  std::function<void()> hook_;
+  std::atomic<bool> fired_{false};
+};
+Register r9("read_only_opens_inside_primary_open", [](const std::string& d) {
+  rocksdb::Options o = PlainOptions(d);
+  Check(rocksdb::Env::Default()->CreateDirIfMissing(DbDir(d)), "mkdir");
+  Check(rocksdb::CreateLoggerFromOptions(DbDir(d), o, &o.info_log), "logger");
+  rocksdb::DB* ro = nullptr;
+  auto fs = std::make_shared<RoOpenDuringOptionsFs>(
+      rocksdb::FileSystem::Default(), [&] {
+        rocksdb::Options ro_opts = o;
+        ro_opts.env = rocksdb::Env::Default();
+        Check(rocksdb::DB::OpenForReadOnly(ro_opts, DbDir(d), &ro), "ro open");
+      });
+  std::unique_ptr<rocksdb::Env> env = rocksdb::NewCompositeEnv(fs);
+  o.env = env.get();
+  rocksdb::DB* db = nullptr;
+  Check(rocksdb::DB::Open(o, DbDir(d), &db), "open");
+  if (!ro) std::abort();  // the hook must have run inside the open
+  rocksdb::WriteOptions nowal;
+  nowal.disableWAL = true;
+  Check(db->Put(nowal, "k", "v1"), "put");
+  Check(db->Flush(rocksdb::FlushOptions()), "flush");  // switches
+  Check(db->Put(nowal, "k", "v2"), "put");
+  Die();
+});
+
 const int kChild = test::RunScenarioIfChild();
 
 class OperationsTest : public test::ScenarioTest {
@@ -225,6 +277,14 @@ class OperationsTest : public test::ScenarioTest {
   int Tool(const std::string& args) {
     return test::RunCommand(std::string(FLINTKV_TOOL) + " " + args,
                             dir_ + "/tool_out");
+  }
+  // Lists in the pool that recovery would replay (-1: no pool summary).
+  int Leftovers() {
+    PoolSummary ps;
+    if (!InspectPool(PoolDir(dir_), &ps).ok()) return -1;
+    int n = 0;
+    for (const auto& l : ps.lists) n += l.leftover;
+    return n;
   }
   static bool Has(const rocksdb::Status& s, const std::string& what) {
     return s.ToString().find(what) != std::string::npos;
@@ -320,11 +380,7 @@ TEST_F(OperationsTest, ReadOnlyInstanceLeavesNothingToReplay) {
     ASSERT_TRUE(
         db->SetDBOptions({{"avoid_flush_during_shutdown", "true"}}).ok());
     delete db;
-    PoolSummary ps;
-    ASSERT_TRUE(InspectPool(PoolDir(dir_), &ps).ok());
-    int leftovers = 0;
-    for (const auto& l : ps.lists) leftovers += l.leftover;
-    EXPECT_EQ(leftovers, 1) << "only the primary's last memtable is kept";
+    EXPECT_EQ(Leftovers(), 1) << "only the primary's last memtable is kept";
     rocksdb::Status s = Recover(DbDir(dir_), Ro(dir_));
     ASSERT_TRUE(s.ok()) << s.ToString();
     db = OpenStock(DbDir(dir_));
@@ -334,6 +390,47 @@ TEST_F(OperationsTest, ReadOnlyInstanceLeavesNothingToReplay) {
     EXPECT_EQ(Get(db, "after"), "1");
     delete db;
   }
+}
+
+TEST_F(OperationsTest, ReadOnlyInstanceOpenedInsidePrimaryOpenOwnsNothing) {
+  ASSERT_NO_FATAL_FAILURE(
+      RunChild("read_only_opens_inside_primary_open", dir_));
+  rocksdb::Status s = Recover(DbDir(dir_), Ro(dir_));
+  ASSERT_TRUE(s.ok()) << s.ToString();
+  rocksdb::DB* db = OpenStock(DbDir(dir_));
+  ASSERT_NE(db, nullptr);
+  EXPECT_EQ(Get(db, "k"), "v2") << "the primary's switched memtable lost";
+  delete db;
+}
+
+// A read-only instance sharing the primary's Logger outlives the primary,
+// and another opens after the primary closed: neither instance's memtables
+// belong to the closed life (S6), so only the primary's own list is left
+// and recovery applies its Merge once.
+TEST_F(OperationsTest, ReadOnlyInstancesOutlivingThePrimaryOwnNothing) {
+  rocksdb::Options o = PlainOptions(dir_);
+  rocksdb::DB* db = nullptr;
+  ASSERT_TRUE(rocksdb::DB::Open(o, DbDir(dir_), &db).ok());
+  ASSERT_TRUE(db->Put(rocksdb::WriteOptions(), "k", "v1").ok());
+  ASSERT_TRUE(db->Merge(rocksdb::WriteOptions(), "m", "x").ok());
+  rocksdb::Options ro_opts = o;
+  ro_opts.info_log = db->GetDBOptions().info_log;
+  rocksdb::DB* ro1 = nullptr;
+  ASSERT_TRUE(rocksdb::DB::OpenForReadOnly(ro_opts, DbDir(dir_), &ro1).ok());
+  delete db;  // WAL-logged writes: Close keeps the primary's list
+  rocksdb::DB* ro2 = nullptr;
+  ASSERT_TRUE(rocksdb::DB::OpenForReadOnly(ro_opts, DbDir(dir_), &ro2).ok());
+  EXPECT_EQ(Get(ro2, "m"), "x");
+  delete ro2;
+  delete ro1;
+  EXPECT_EQ(Leftovers(), 1) << "only the primary's memtable is kept";
+  rocksdb::Status s = Recover(DbDir(dir_), Ro(dir_));
+  ASSERT_TRUE(s.ok()) << s.ToString();
+  db = OpenStock(DbDir(dir_));
+  ASSERT_NE(db, nullptr);
+  EXPECT_EQ(Get(db, "k"), "v1");
+  EXPECT_EQ(Get(db, "m"), "x");
+  delete db;
 }
 
 // (S3) Lists left by DB A are never replayed into DB B that names
