@@ -751,7 +751,12 @@ class FlintDB : public rocksdb::StackableDB {
   // does not return until a flush has put it, and everything before it, in
   // SST files. A crash before that leaves its point entries above W
   // (dropped) and its tombstone nowhere: the write never happened. Across
-  // column families only an atomic flush keeps the batch whole.
+  // column families only an atomic flush keeps the batch whole. The
+  // memtables are flushed first, too: a flush drops the older entries the
+  // tombstone covers, so if the process died after the tombstone's flush
+  // but before MarkFlushed, recovery would find those entries in the
+  // tombstone's list, below W, absent from the DB, and replay them above
+  // it.
   rocksdb::Status RangeDeleteWrite(const WriteOptions& wo,
                                    rocksdb::WriteBatch* b) {
     CfCollector cfs;
@@ -781,14 +786,13 @@ class FlintDB : public rocksdb::StackableDB {
           "families needs option atomic_flush=true to stay all-or-nothing");
     }
     gate_.Close();
-    if (Large(*b)) s = MakeRoom(b);
+    rocksdb::FlushOptions fo;
+    fo.wait = true;
+    fo.allow_write_stall = true;
+    s = db_->Flush(fo, handles);
+    if (s.ok() && Large(*b)) s = MakeRoom(b);
     if (s.ok()) s = db_->Write(PoolLogged(wo), b);
-    if (s.ok()) {
-      rocksdb::FlushOptions fo;
-      fo.wait = true;
-      fo.allow_write_stall = true;
-      s = db_->Flush(fo, handles);
-    }
+    if (s.ok()) s = db_->Flush(fo, handles);
     if (s.ok()) Publish();
     gate_.Open();
     return s;

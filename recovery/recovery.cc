@@ -312,8 +312,35 @@ rocksdb::Status WalkInto(rocksdb::DB* db, pmem::Pool* pool, const ListPlan& p,
   return fs;
 }
 
+// All of a list's copy spans as one, in the first pair, when every pair is
+// taken (P11): the merged span covers each, and whatever lies between them
+// (copies of the same recoveries, of this list and of other leftovers
+// replayed with it, which are replayed again after it), so no copy of an
+// interrupted recovery ever supersedes; a write made by another tool
+// between two interrupted recoveries, inside the merged span, does not
+// either. Crash-safe: the first pair only widens, and a pair is cleared
+// last word first, so the spans on PMEM always cover the old ones and a
+// half-cleared pair is never taken for a span.
+void MergeCopySpans(rocks::MemtableMeta* meta, replay::CopyRange* copies) {
+  uint64_t first = ~0ull, last = 0;
+  for (const auto& [f, l] : copies->spans) {
+    first = std::min(first, f);
+    last = std::max(last, l);
+  }
+  uint64_t* span = meta->copy_spans;
+  PersistCopyBound(&span[1], last);
+  PersistCopyBound(&span[0], first);
+  for (int k = rocks::kMaxCopySpans - 1; k >= 1; k--) {
+    for (int w : {1, 0}) {
+      span[2 * k + w] = 0;
+      pmem::PmemPersist::Persist(&span[2 * k + w], sizeof(uint64_t));
+    }
+  }
+  copies->spans.assign(1, {first, last});
+}
+
 // The copy span of this recovery in list l's meta (P11): the next free
-// pair (RecoverInto checked that one is free).
+// pair (RecoverInto merged the spans if none was).
 uint64_t* NewSpan(pmem::ListRoot* l, const replay::CopyRange& copies) {
   return &rocks::MutableMetaOf(l)->copy_spans[2 * copies.spans.size()];
 }
@@ -651,6 +678,9 @@ rocksdb::Status RecoverInto(
       if (span[1] == 0) PersistCopyBound(&span[1], open_seq);
       copies.spans.emplace_back(span[0] - 1, span[1] - 1);
     }
+    if (copies.spans.size() == rocks::kMaxCopySpans) {
+      MergeCopySpans(meta, &copies);
+    }
     replay.push_back(l);
   }
   // Per list: presence checks and the copy spans that never supersede.
@@ -679,13 +709,6 @@ rocksdb::Status RecoverInto(
       p.older.ranges.push_back(copy_range[replay[j]->list_id]);
     }
     if (p.check) r->lists_checked++;
-    if (p.copies.spans.size() == rocks::kMaxCopySpans) {
-      return fail(rocksdb::Status::Incomplete(
-          "flintkv: list " + std::to_string(l->list_id) + " was copied by " +
-          std::to_string(rocks::kMaxCopySpans) +
-          " interrupted recoveries already; refusing to replay it again "
-          "(the pool is unchanged)"));
-    }
     plans.push_back(std::move(p));
   }
   // A damaged entry (bit rot: a per-key checksum that does not match)

@@ -273,10 +273,10 @@ bool FlintRep::InsertKey(rocksdb::KeyHandle handle) {
     uint64_t packed;  // (sequence << 8 | type), little-endian
     std::memcpy(&packed, p + ikey_len - 8, sizeof(packed));
     const int id = memtable::ThreadId::Get();
-    std::atomic<uint64_t>& m = min_seq_[(id < 0 ? 0 : id) % kSeqSlots].min;
+    std::atomic<uint64_t>& m = max_seq_[(id < 0 ? 0 : id) % kSeqSlots].max;
     uint64_t cur = m.load(std::memory_order_relaxed);
     while (
-        (packed >> 8) < cur &&
+        (packed >> 8) > cur &&
         !m.compare_exchange_weak(cur, packed >> 8, std::memory_order_relaxed)) {
     }
     constexpr uint8_t kTypeSingleDeletion = 0x7;  // db/dbformat.h
@@ -313,12 +313,12 @@ void FlintRep::MarkFlushed() {
   // reclaimed when RocksDB destroys the memtable.
   // Tests: killed installed, not yet retired.
   FLINTKV_TEST_CRASH_POINT("flintkv_mark_flushed");
-  uint64_t min_seq = ~0ull;  // every insert returned before the flush began
-  for (const SeqSlot& s : min_seq_) {
-    min_seq = std::min(min_seq, s.min.load(std::memory_order_relaxed));
+  uint64_t max_seq = 0;  // every insert returned before the flush began
+  for (const SeqSlot& s : max_seq_) {
+    max_seq = std::max(max_seq, s.max.load(std::memory_order_relaxed));
   }
-  if (min_seq != ~0ull && !single_delete_.load(std::memory_order_relaxed)) {
-    pool_->OnListFlushed(MetaOf(root_)->incarnation, min_seq);
+  if (max_seq != 0 && !single_delete_.load(std::memory_order_relaxed)) {
+    pool_->OnListFlushed(MetaOf(root_)->incarnation, max_seq);
   }
   pool_->pool()->SetListState(root_, pmem::kListRetired);
   flushed_.store(true, std::memory_order_release);

@@ -124,17 +124,21 @@ class FlintRep : public rocksdb::MemTableRep {
   std::atomic<bool> reserve_used_{false};  // and the ask was not heard
   std::atomic<bool> has_entry_{false};     // an insert has begun
   std::atomic<size_t> sealed_usage_{0};    // usage frozen at MarkReadOnly
-  // Smallest RocksDB sequence number inserted, per writer thread (no shared
+  // Largest RocksDB sequence number inserted, per writer thread (no shared
   // cache line on the put path). MarkFlushed reports it (pool_session.h,
-  // flushed_floor): the flush's SST file holds an entry at least that new,
-  // and the MANIFEST records its sequence, unless the flush dropped every
-  // entry, which a memtable with a SingleDelete can (a Put/SingleDelete
-  // pair vanishes); such a memtable reports nothing.
+  // flushed_floor): the newest entry of its key, it is in the flush's SST
+  // file, whose largest sequence the MANIFEST edit records as the DB's
+  // last, so a copy of the DB whose last sequence falls short lacks some of
+  // the flushed writes. A SingleDelete can make a flush drop entries (a
+  // Put/SingleDelete pair vanishes): such a memtable reports nothing. (A
+  // compaction filter that drops the newest entry at flush could make the
+  // floor exceed the DB's last sequence: a false "older than the pool",
+  // overridden by allow_older_db.)
   static constexpr int kSeqSlots = 64;
   struct alignas(64) SeqSlot {
-    std::atomic<uint64_t> min{~0ull};
+    std::atomic<uint64_t> max{0};
   };
-  SeqSlot min_seq_[kSeqSlots];
+  SeqSlot max_seq_[kSeqSlots];
   std::atomic<bool> single_delete_{false};
 };
 

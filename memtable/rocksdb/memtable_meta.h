@@ -53,7 +53,7 @@ struct MemtableMeta {
   uint64_t db_id_hash;
   // A sequence number the DB's MANIFEST had reached before the list was
   // created or while it was live (a flush of the list's life installed an
-  // SST file holding an entry at least this new, see FlintRep::min_seq_; or
+  // SST file holding an entry this new, see FlintRep::max_seq_; or
   // the recovery that began the life left the DB there): the DB that wrote
   // the list has a last sequence at least this large, and a copy of it
   // taken before that point lacks writes the list builds on (0: none known,

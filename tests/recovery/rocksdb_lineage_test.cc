@@ -72,6 +72,31 @@ Register r3("identity_life", [](const std::string& d) {
   Die();
 });
 
+// Plain factory, families "default" and "b": a WAL-less write to "b", a
+// WAL-logged one to "default" (so a copy's last sequence passes the "b"
+// write), a copy of the DB directory, then another write to "b", a flush
+// of "b", a WAL-less write to "default", a kill.
+Register r5("flush_after_copy_life", [](const std::string& d) {
+  rocksdb::Options o = PlainOptions(d);
+  o.create_missing_column_families = true;
+  std::vector<rocksdb::ColumnFamilyHandle*> hs;
+  rocksdb::DB* db = nullptr;
+  Check(rocksdb::DB::Open(o, DbDir(d), {{"default", o}, {"b", o}}, &hs, &db),
+        "open");
+  rocksdb::WriteOptions nowal;
+  nowal.disableWAL = true;
+  Check(db->Put(nowal, hs[1], "x", "1"), "put");
+  Check(db->Put(rocksdb::WriteOptions(), hs[0], "w", "1"), "put (WAL)");
+  Check(db->FlushWAL(true), "sync WAL");
+  if (std::system(("cp -a " + DbDir(d) + " " + d + "/copy").c_str()) != 0) {
+    std::abort();
+  }
+  Check(db->Put(nowal, hs[1], "x", "2"), "put");
+  Check(db->Flush(rocksdb::FlushOptions(), hs[1]), "flush b");
+  Check(db->Put(nowal, hs[0], "d", "1"), "put");
+  Die();
+});
+
 class LineageTest : public test::ScenarioTest {
  protected:
   static bool Has(const rocksdb::Status& s, const std::string& what) {
@@ -162,6 +187,41 @@ TEST_F(LineageTest, ColumnFamiliesOnTwoPoolsRefusedAtOpen) {
   db = nullptr;
   s = rocksdb::DB::Open(o2, dir_ + "/db2", &db);
   ASSERT_TRUE(s.ok()) << s.ToString();
+  delete db;
+}
+
+// A copy of the DB directory taken in the same life, before a flush of a
+// memtable that held writes from both sides of the copy: the flush made a
+// write durable that the copy lacks, so replaying the later lists over
+// the copy makes a state that never was (x=1 with d=1). The flush raises
+// the floor to the newest sequence number it made durable, past the copy's
+// last: refused; the original DB recovers.
+TEST_F(LineageTest, CopyOlderThanAFlushOfItsLifeRefused) {
+  ASSERT_NO_FATAL_FAILURE(RunChild("flush_after_copy_life", dir_));
+  const std::string orig = dir_ + "/orig";
+  ASSERT_EQ(std::system(("mv " + DbDir(dir_) + " " + orig + " && cp -a " +
+                         dir_ + "/copy " + DbDir(dir_))
+                            .c_str()),
+            0);
+  rocksdb::Status s =
+      RecoverDB(BaseOptions(), DbDir(dir_), {}, Ro(dir_), nullptr);
+  ASSERT_FALSE(s.ok()) << "replayed over a copy older than a flush";
+  EXPECT_TRUE(Has(s, "older than the pool")) << s.ToString();
+  ASSERT_EQ(std::system(
+                ("rm -rf " + DbDir(dir_) + " && mv " + orig + " " + DbDir(dir_))
+                    .c_str()),
+            0);
+  s = RecoverDB(BaseOptions(), DbDir(dir_), {}, Ro(dir_), nullptr);
+  ASSERT_TRUE(s.ok()) << s.ToString();
+  std::vector<rocksdb::ColumnFamilyHandle*> hs;
+  rocksdb::DB* db = nullptr;
+  ASSERT_TRUE(rocksdb::DB::Open(
+                  BaseOptions(), DbDir(dir_),
+                  {{"default", BaseOptions()}, {"b", BaseOptions()}}, &hs, &db)
+                  .ok());
+  EXPECT_EQ(Get(db, hs[0], "d"), "1");
+  EXPECT_EQ(Get(db, hs[1], "x"), "2");
+  for (auto* h : hs) db->DestroyColumnFamilyHandle(h);
   delete db;
 }
 

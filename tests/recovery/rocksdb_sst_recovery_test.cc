@@ -96,6 +96,12 @@ Register m2("recover_crash", [](const std::string& d) {
   RecoverDB(BaseOptions(), DbDir(d), {}, Ro(d), nullptr);
   std::abort();  // the crash point must have fired
 });
+Register m2b("recover_crash_memtable_path", [](const std::string& d) {
+  RecoveryOptions ro = Ro(d);
+  ro.ingest_sst = false;
+  RecoverDB(BaseOptions(), DbDir(d), {}, ro, nullptr);
+  std::abort();
+});
 
 // Kills the process inside RocksDB's ingestion: right after the first
 // hard link into the DB directory, before the MANIFEST records the file.
@@ -323,6 +329,22 @@ TEST_F(SstRecoveryCrashTest, RepeatedInterruptionsAppliesMergesOnce) {
     ASSERT_NO_FATAL_FAILURE(RunChild("recover_crash", dir_, point));
   }
   RecoverAndCheckMerges();
+}
+
+// More interrupted recoveries than a list has copy-span slots (P11), by
+// either path: the spans are merged, never a dead end, and every Merge
+// operand is applied once.
+TEST_F(SstRecoveryCrashTest, InterruptedMoreTimesThanSpanSlotsStillRecovers) {
+  for (const char* child : {"recover_crash", "recover_crash_memtable_path"}) {
+    SCOPED_TRACE(child);
+    std::system(("rm -rf " + dir_).c_str());
+    ASSERT_NO_FATAL_FAILURE(RunChild("merges", dir_));
+    for (int i = 0; i < 7; i++) {
+      ASSERT_NO_FATAL_FAILURE(RunChild(child, dir_, "recovery_after_list"))
+          << "interruption " << i;
+    }
+    RecoverAndCheckMerges();
+  }
 }
 
 // Every entry type, across two lists per column family: the SST path gives
