@@ -251,24 +251,36 @@ rocksdb::Status RefuseWalRangeDeletes(
 // MANIFEST of its life had reached (flushed_floor, reported at MarkFlushed,
 // after the MANIFEST edit): the DB that wrote the list has a last sequence
 // at least that large.
-rocksdb::Status RefuseOlderDb(rocksdb::DB* db,
-                              const std::vector<pmem::ListRoot*>& lists,
-                              const RecoveryOptions& o) {
+// The same for a column family the life that wrote the lists dropped
+// (S7): a DB that still has it is older than the drop.
+rocksdb::Status RefuseOlderDb(
+    rocksdb::DB* db, const std::vector<pmem::ListRoot*>& lists,
+    const std::map<uint32_t, rocksdb::ColumnFamilyHandle*>& cf_by_id,
+    const RecoveryOptions& o) {
   if (o.allow_older_db) return rocksdb::Status::OK();
   const uint64_t last = db->GetLatestSequenceNumber();
   for (pmem::ListRoot* l : lists) {
     const rocks::MemtableMeta* m = rocks::MetaOf(l);
-    if (m->magic != rocks::kMemtableMetaMagic || m->flushed_floor <= last) {
+    if (m->magic != rocks::kMemtableMetaMagic) continue;
+    std::string why;
+    if (m->flushed_floor > last) {
+      why = "its last sequence number is " + std::to_string(last) +
+            ", but list " + std::to_string(l->list_id) +
+            " was written after the DB had reached sequence " +
+            std::to_string(m->flushed_floor) +
+            " (by a flush, or by the recovery that began the life that "
+            "wrote it)";
+    } else if (rocks::FamilyDropped(*m) &&
+               cf_by_id.count(m->column_family_id)) {
+      why = "it has column family id " + std::to_string(m->column_family_id) +
+            ", which the life that wrote list " + std::to_string(l->list_id) +
+            " dropped";
+    } else {
       continue;
     }
     return rocksdb::Status::InvalidArgument(
-        "flintkv: the DB is older than the pool's unflushed memtables: its "
-        "last sequence number is " +
-        std::to_string(last) + ", but list " + std::to_string(l->list_id) +
-        " was written after the DB had reached sequence " +
-        std::to_string(m->flushed_floor) +
-        " (by a flush, or by the recovery that began the life that wrote "
-        "it), so this DB lacks writes those memtables build on (was it "
+        "flintkv: the DB is older than the pool's unflushed memtables: " + why +
+        ", so this DB lacks changes those memtables build on (was it "
         "restored from a backup or checkpoint, or replaced by an older copy, "
         "after they were written?). Nothing was replayed and the pool is "
         "unchanged. Recover with the DB as it was at the crash; if that DB is "
@@ -621,7 +633,7 @@ rocksdb::Status RecoverInto(
     if (memtable_entries) {
       for (auto& [id, cf] : cf_by_id) cf_state[id] = StateOf(db, cf);
     }
-    ds = RefuseOlderDb(db, lists, o);
+    ds = RefuseOlderDb(db, lists, cf_by_id, o);
     if (!ds.ok()) return fail(ds);
   }
   Triage(pool, &lists, o, r);

@@ -307,6 +307,11 @@ void FlintRep::MarkReadOnly() {
   pool_->OnListSealed(root_);  // confirms the successor (S6)
 }
 
+bool FlintRep::IsSnapshotSupported() const {
+  pool_->OnSnapshotQuery(root_);
+  return true;
+}
+
 void FlintRep::MarkFlushed() {
   // Called after the SST and the MANIFEST edit are synced: the list must
   // never be recovered again (P6). Readers may still use it; its space is

@@ -87,6 +87,10 @@ class FlintRep : public rocksdb::MemTableRep {
   bool Contains(const char* key) const override;
   void MarkReadOnly() override;
   void MarkFlushed() override;
+  // RocksDB asks this of a mutable memtable at DB::Open, right after
+  // CreateColumnFamily made it, and first thing in DropColumnFamily
+  // (pool_session.h S7).
+  bool IsSnapshotSupported() const override;
   void Get(const rocksdb::LookupKey& k, void* callback_args,
            bool (*callback_func)(void* arg, const char* entry)) override;
 #if ROCKSDB_MAJOR >= 9

@@ -23,6 +23,12 @@ constexpr uint32_t kReplayPending = 1;
 // nothing of the primary's, and a list still in this state is never a
 // leftover: it is dropped, never replayed.
 constexpr uint32_t kOwnerPending = 2;
+// MemtableMeta::recovery_state of a list whose column family its life
+// dropped (pool_session.h S7), set before the drop's MANIFEST edit:
+// recovery into a DB that still has that family refuses (the DB is older
+// than the drop: a restored copy); into the DB that dropped it, the list
+// is discarded with its family.
+constexpr uint32_t kFamilyDropped = 3;
 // MemtableMeta::incarnation of a read-only or secondary instance's
 // memtable (pool_session.h): WAL replay only, never recovered.
 constexpr uint64_t kUnownedIncarnation = ~0ull;
@@ -85,9 +91,10 @@ inline void SealMeta(MemtableMeta* m, uint32_t state = 0) {
   m->check = MetaCheck(*m);
 }
 
-// Writes the list's recovery word (0, kReplayPending or kOwnerPending) and
-// persists it: each caller's invariant needs it durable before the writes
-// it orders (P11 for a recovery's mark, S6 for a confirmed successor).
+// Writes the list's recovery word (0, kReplayPending, kOwnerPending or
+// kFamilyDropped) and persists it: each caller's invariant needs it durable
+// before the writes it orders (P11 for a recovery's mark, S6 for a
+// confirmed successor, S7 for a dropped family).
 inline void PersistRecoveryState(MemtableMeta* m, uint32_t state) {
   m->recovery_state = pmem::CheckedWord(state, kRecoveryStateSalt);
   pmem::PmemPersist::Persist(&m->recovery_state, sizeof(m->recovery_state));
@@ -98,7 +105,7 @@ inline void PersistRecoveryState(MemtableMeta* m, uint32_t state) {
 inline bool DecodeRecoveryState(const MemtableMeta& m, uint32_t* state) {
   bool corrected;
   return pmem::DecodeCheckedWord(m.recovery_state, kRecoveryStateSalt, 0,
-                                 kOwnerPending, state, &corrected);
+                                 kFamilyDropped, state, &corrected);
 }
 
 // "" if the meta is intact (or from pool format 1, unchecked), else what is
@@ -118,6 +125,11 @@ inline const char* MetaDamage(const MemtableMeta& m) {
 inline bool OwnerPending(const MemtableMeta& m) {
   uint32_t state = 0;
   return DecodeRecoveryState(m, &state) && state == kOwnerPending;
+}
+// Whether the list's life dropped its column family (kFamilyDropped).
+inline bool FamilyDropped(const MemtableMeta& m) {
+  uint32_t state = 0;
+  return DecodeRecoveryState(m, &state) && state == kFamilyDropped;
 }
 // Whether a recovery marked the list (after MetaDamage found nothing).
 inline bool ReplayPending(const MemtableMeta& m) {

@@ -478,6 +478,39 @@ void PoolSession::OnListCreated(pmem::ListRoot* list) {
     it->second.lists++;
     it->second.column_families.insert(m->column_family_id);
     current_[key] = list->list_id;
+    if (it->second.opened) new_family_lists_.insert(list->list_id);
+  }
+}
+
+void PoolSession::OnSnapshotQuery(pmem::ListRoot* list) {
+  std::lock_guard<std::mutex> g(mu_);
+  const MemtableMeta* m = MetaOf(list);
+  auto life = lives_.find(m->incarnation);
+  if (life == lives_.end() || !life->second.opened) return;  // DB::Open's
+  auto cur = current_.find({m->incarnation, m->column_family_id});
+  if (cur == current_.end() || cur->second != list->list_id) return;
+  if (new_family_lists_.erase(list->list_id)) return;  // CreateColumnFamily's
+  // S7: DropColumnFamily's, or DB::Open's last sweep over every family
+  // (when a family it created made the life opened early); the OPTIONS
+  // file written next tells them apart.
+  life->second.queried.insert(m->column_family_id);
+}
+
+void PoolSession::MarkDroppedFamiliesLocked(uint64_t incarnation, Life* life) {
+  std::set<uint32_t> queried;
+  queried.swap(life->queried);
+  if (queried.empty()) return;
+  bool all = true;
+  for (const auto& [key, id] : current_) {
+    if (key.first == incarnation) all &= queried.count(key.second) > 0;
+  }
+  if (all) return;  // DB::Open's sweep
+  for (auto& [id, root] : live_) {
+    const MemtableMeta* lm = MetaOf(root);
+    if (lm->incarnation == incarnation && queried.count(lm->column_family_id) &&
+        !OwnerPending(*lm)) {
+      PersistRecoveryState(MutableMetaOf(root), kFamilyDropped);
+    }
   }
 }
 
@@ -506,6 +539,7 @@ void PoolSession::OnListDestroyed(pmem::ListRoot* list, bool flushed,
                                   bool empty, std::string* kept_note) {
   std::lock_guard<std::mutex> g(mu_);
   live_.erase(list->list_id);
+  new_family_lists_.erase(list->list_id);
   auto it = lives_.find(MetaOf(list)->incarnation);
   Life* life = it == lives_.end() ? nullptr : &it->second;
   // S4. RocksDB destroys a memtable without MarkFlushed when its data is
@@ -578,7 +612,11 @@ void PoolSession::RaiseFloorLocked(uint64_t incarnation, uint64_t seq) {
 void PoolSession::OnOptionsPersisted(uint64_t incarnation) {
   std::lock_guard<std::mutex> g(mu_);
   auto it = lives_.find(incarnation);
-  if (it == lives_.end() || it->second.lists == 0 || it->second.opened) return;
+  if (it == lives_.end() || it->second.lists == 0) return;
+  if (it->second.opened) {
+    MarkDroppedFamiliesLocked(incarnation, &it->second);
+    return;
+  }
   it->second.opened = true;
   // S5: where this life's WAL is, for the open after a crash or a Close.
   RecordDbLocation(pool_dir_, incarnation, OpenOptionsFileDirs());

@@ -67,6 +67,18 @@
 //     DB::Open on a thread other than the open's, or for a column family
 //     whose life's mutable memtable is gone (dropped: RocksDB never
 //     reuses a family's id), is another instance's outright (unowned).
+//  S7 a column family dropped by a life marks the life's lists of it
+//     (kFamilyDropped, memtable_meta.h) durably once RocksDB wrote the
+//     OPTIONS file that follows the drop's MANIFEST edit: DropColumnFamily
+//     first asks the family's mutable memtable IsSnapshotSupported, which
+//     RocksDB otherwise asks right after CreateColumnFamily made the
+//     memtable, and at the end of DB::Open of every family (told apart:
+//     it covers all the life's families). Recovery into a DB that still
+//     has the family refuses: the DB is older than the drop (a restored
+//     copy), and the other families' lists extend a state it never
+//     reached. (Not marked: a family whose drop was cut short by a crash
+//     before that OPTIONS file, or the last family of a life whose
+//     default family is not FlintKV's.)
 // Thread safety: every member is thread-safe (one mutex; none is on the
 // write path: memtable creation and destruction only).
 // Persistence: list stamps are written with the list (Pool::CreateList is
@@ -207,6 +219,11 @@ class PoolSession : public std::enable_shared_from_this<PoolSession> {
   // mutable memtable of its column family, the list this thread created
   // for that family is the successor, and is confirmed (S6).
   void OnListSealed(pmem::ListRoot* list);
+  // RocksDB asked the list's memtable IsSnapshotSupported: a drop of its
+  // family if it is its opened life's current list, not one that
+  // CreateColumnFamily just made, and not one of DB::Open's sweep (S7,
+  // decided at the next OnOptionsPersisted).
+  void OnSnapshotQuery(pmem::ListRoot* list);
   // RocksDB wrote the DB's OPTIONS file naming `incarnation`: the last step
   // of a successful DB::Open (also repeated at SetOptions and the like).
   void OnOptionsPersisted(uint64_t incarnation);
@@ -269,7 +286,11 @@ class PoolSession : public std::enable_shared_from_this<PoolSession> {
     std::chrono::steady_clock::time_point prepared_at;
     int lists = 0;  // live memtables, confirmed ones only (S6)
     std::set<uint32_t> column_families;  // that had a list of the life
+    std::set<uint32_t> queried;          // S7: since the last OPTIONS file
   };
+  // S7: marks the lists of the families queried since the last OPTIONS
+  // file dropped, unless the queries covered every family of the life.
+  void MarkDroppedFamiliesLocked(uint64_t incarnation, Life* life);
   bool AnyLiveLocked() const;
   // Raises the life's flushed_floor to seq in it and, durably, in each of
   // its live lists (S3).
@@ -306,6 +327,8 @@ class PoolSession : public std::enable_shared_from_this<PoolSession> {
   using LifeCf = std::pair<uint64_t, uint32_t>;
   std::map<LifeCf, uint64_t> current_;
   std::map<std::thread::id, std::map<LifeCf, uint64_t>> pending_;
+  // S7: lists CreateColumnFamily made, before RocksDB's query of them.
+  std::set<uint64_t> new_family_lists_;
   std::set<uint64_t> leftovers_;
   // The claim (a recovery about to open the DB) and what the next life
   // inherits from it.
