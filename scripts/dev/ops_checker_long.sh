@@ -6,14 +6,15 @@
 # and the operations of each kind.
 #   scripts/dev/ops_checker_long.sh [MINUTES] [FIRST_SEED] [STEPS] [--ops=...]
 # Defaults: 60 minutes, seed 1000, 40 steps, all kinds. Needs the Release
-# build in build/ (scripts/run_tests.sh or scripts/run_main.sh makes it).
+# build in build/ (scripts/run_tests.sh or scripts/run_main.sh makes it),
+# or the checker binary named by OPS_CHECKER_BIN.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 MINUTES=${1:-60}
 SEED=${2:-1000}
 STEPS=${3:-40}
 shift $(( $# > 3 ? 3 : $# ))
-BIN=build/tests/flintkv_ops_checker
+BIN=${OPS_CHECKER_BIN:-build/tests/flintkv_ops_checker}
 [ -x "$BIN" ] || { echo "no $BIN: build the Release tree first" >&2; exit 2; }
 DIR=${OPS_CHECKER_DIR:-/dev/shm/flintkv_ops_checker_long.$$}
 LOG=$(mktemp)

@@ -23,7 +23,9 @@
 //  - an open over lists that extend another state (a restored backup, a
 //    destroyed DB, a pool image put back) is refused with a remedy named,
 //    the DB left as it was; lists this DB already recovered may also be
-//    dropped, leaving the DB as it is;
+//    dropped, leaving the DB as it is; and lists whose life made nothing
+//    durable after the copy was taken may complete it, giving exactly
+//    every acknowledged write of that life;
 //  - anything else (a reverted key, a lost or doubled Merge, an open that
 //    silently drops lists) is a finding, printed with seed and step.
 // After an allowed refusal the checker takes the remedy an operator
@@ -893,14 +895,23 @@ void Checker::Life(const LifePlan& p) {
   } else if (absorbed_.count(pm.id) || pm.base == pm.full ||
              (pm.has_alt && pm.base == pm.alt_full)) {
     // Lists already recovered into this DB (or holding nothing the
-    // directory of their own DB lacked): dropping them keeps the DB.
+    // directory of their own DB lacked): dropping them keeps the DB. Or,
+    // as below, replayed into every acknowledged write of their life.
     want = dir_;
-    ok = got == want;
-    want_desc = "the DB unchanged (its lists were recovered already)";
+    ok = got == want || got == pm.full || (pm.has_alt && got == pm.alt_full);
+    want_desc =
+        "the DB unchanged (its lists were recovered already), or every "
+        "acknowledged write of the life that left them";
   } else {
-    ok = false;
-    want = dir_;
-    want_desc = "a refusal (the pool's lists extend another state of the DB)";
+    // A copy of the DB the lists' life made no later change durable in
+    // (docs/identity_model.md: a copy of the same life, no flush or drop
+    // since) is completed by them: exactly every acknowledged write of
+    // that life. Anything else must be refused.
+    want = pm.full;
+    ok = got == pm.full || (pm.has_alt && got == pm.alt_full);
+    want_desc =
+        "a refusal (the pool's lists extend another state of the DB), or "
+        "every acknowledged write of the life that left them";
   }
   if (!ok) {
     Finding(desc + ": after the open the DB holds" + got.Diff(want) +
@@ -910,6 +921,7 @@ void Checker::Life(const LifePlan& p) {
                          : ""));
     return;
   }
+  if (pm.lists && !extends && got != dir_) counts["copies_completed"]++;
   if (pm.lists && pm.base != pm.full) absorbed_.insert(pm.id);
   acked_ = got;
   dir_ = got;  // recovery flushes what it replayed; an open is as before
