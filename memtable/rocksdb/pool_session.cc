@@ -419,8 +419,16 @@ MemtableMeta PoolSession::NewListMeta(uint32_t column_family_id,
                             std::chrono::system_clock::now().time_since_epoch())
                             .count();
   const Life* life = nullptr;
-  for (const auto& [inc, l] : lives_) {
-    if (l.logger == logger) life = &l;
+  for (auto l = lives_.begin(); l != lives_.end();) {
+    // A life whose DB::Open failed holds no list and yields its Logger to
+    // this thread's new open (a retry with the same Logger).
+    if (l->second.logger == logger && !l->second.opened &&
+        l->second.lists == 0 && prepared_.count(std::this_thread::get_id())) {
+      l = lives_.erase(l);
+      continue;
+    }
+    if (l->second.logger == logger) life = &l->second;
+    ++l;
   }
   if (!life) {
     // The first memtable of an open (on the thread that opens the DB)
@@ -454,10 +462,10 @@ MemtableMeta PoolSession::NewListMeta(uint32_t column_family_id,
     meta.family = life->family;
     meta.db_id_hash = life->db_id_hash;
     meta.flushed_floor = life->flushed_floor;
-    // S6: another instance's, or the primary's next; its seal tells.
-    if (life->opened && current_.count({life->incarnation, column_family_id})) {
-      state = kOwnerPending;
-    }
+    // S6: another instance's, or the primary's next (its seal tells), or
+    // the primary's new family (the OPTIONS file CreateColumnFamily writes
+    // on the same thread tells).
+    if (life->opened) state = kOwnerPending;
   }
   SealMeta(&meta, state);
   return meta;
@@ -478,7 +486,6 @@ void PoolSession::OnListCreated(pmem::ListRoot* list) {
     it->second.lists++;
     it->second.column_families.insert(m->column_family_id);
     current_[key] = list->list_id;
-    if (it->second.opened) new_family_lists_.insert(list->list_id);
   }
 }
 
@@ -489,11 +496,32 @@ void PoolSession::OnSnapshotQuery(pmem::ListRoot* list) {
   if (life == lives_.end() || !life->second.opened) return;  // DB::Open's
   auto cur = current_.find({m->incarnation, m->column_family_id});
   if (cur == current_.end() || cur->second != list->list_id) return;
-  if (new_family_lists_.erase(list->list_id)) return;  // CreateColumnFamily's
   // S7: DropColumnFamily's, or DB::Open's last sweep over every family
   // (when a family it created made the life opened early); the OPTIONS
   // file written next tells them apart.
   life->second.queried.insert(m->column_family_id);
+}
+
+void PoolSession::ConfirmNewFamiliesLocked(Life* life) {
+  auto mine = pending_.find(std::this_thread::get_id());
+  if (mine == pending_.end()) return;
+  for (auto p = mine->second.begin(); p != mine->second.end();) {
+    const auto l = live_.find(p->second);
+    if (p->first.first != life->incarnation || current_.count(p->first) ||
+        l == live_.end()) {
+      ++p;
+      continue;
+    }
+    // S6: CreateColumnFamily persists the OPTIONS file naming the family
+    // on the thread that made its memtable, before any write can reach
+    // it; no read-only or secondary instance writes one.
+    PersistRecoveryState(MutableMetaOf(l->second), 0);
+    current_[p->first] = p->second;
+    life->lists++;
+    life->column_families.insert(p->first.second);
+    p = mine->second.erase(p);
+  }
+  if (mine->second.empty()) pending_.erase(mine);
 }
 
 void PoolSession::MarkDroppedFamiliesLocked(uint64_t incarnation, Life* life) {
@@ -539,7 +567,6 @@ void PoolSession::OnListDestroyed(pmem::ListRoot* list, bool flushed,
                                   bool empty, std::string* kept_note) {
   std::lock_guard<std::mutex> g(mu_);
   live_.erase(list->list_id);
-  new_family_lists_.erase(list->list_id);
   auto it = lives_.find(MetaOf(list)->incarnation);
   Life* life = it == lives_.end() ? nullptr : &it->second;
   // S4. RocksDB destroys a memtable without MarkFlushed when its data is
@@ -582,7 +609,10 @@ void PoolSession::OnListDestroyed(pmem::ListRoot* list, bool flushed,
     // P6: the contents are in SST files, in the WAL, or there are none.
     pool_->DropList(list);
   }
-  if (life && !pending && --life->lists == 0) lives_.erase(it);
+  // An open's WAL replay can leave it with no list for a moment (RocksDB
+  // destroys the memtable it flushed before making the next): the life
+  // keeps its Logger until the open finished.
+  if (life && !pending && --life->lists == 0 && life->opened) lives_.erase(it);
 }
 
 void PoolSession::OnListFlushed(uint64_t incarnation, uint64_t seq) {
@@ -614,6 +644,7 @@ void PoolSession::OnOptionsPersisted(uint64_t incarnation) {
   auto it = lives_.find(incarnation);
   if (it == lives_.end() || it->second.lists == 0) return;
   if (it->second.opened) {
+    ConfirmNewFamiliesLocked(&it->second);
     MarkDroppedFamiliesLocked(incarnation, &it->second);
     return;
   }

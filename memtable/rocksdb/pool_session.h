@@ -54,19 +54,24 @@
 //     the WAL again. Otherwise S2's refusal stands and the pool is as it
 //     was.
 //  S6 a memtable created with a live life's Logger after its DB::Open
-//     finished, for a column family of which the life has a mutable
-//     memtable, is unconfirmed (kOwnerPending, memtable_meta.h): a
+//     finished is unconfirmed (kOwnerPending, memtable_meta.h): a
 //     read-only or secondary instance sharing the primary's Logger makes
 //     such memtables, and a Logger is no identity. RocksDB makes the
-//     primary's next memtable on the thread that then seals the current
-//     one (SwitchMemtable), before any write reaches it: that seal confirms
-//     it, durably, before its first entry. An unconfirmed list is dropped
-//     when its memtable goes and is never a leftover (it holds another
-//     instance's WAL replay, or nothing), and does not keep its life
-//     going. A memtable made with the Logger of a life still inside
-//     DB::Open on a thread other than the open's, or for a column family
-//     whose life's mutable memtable is gone (dropped: RocksDB never
-//     reuses a family's id), is another instance's outright (unowned).
+//     primary's next memtable of a family on the thread that then seals the
+//     current one (SwitchMemtable), before any write reaches it: that seal
+//     confirms it, durably, before its first entry. The first memtable of
+//     a family the life had none of (CreateColumnFamily) is confirmed by the
+//     OPTIONS file RocksDB writes on the same thread before returning the
+//     family's handle, which no read-only or secondary instance writes. An
+//     unconfirmed list is dropped when its memtable goes, is never a
+//     leftover (it holds another instance's WAL replay, or nothing), and
+//     does not keep its life going. A memtable made with the Logger of a
+//     life still inside DB::Open on a thread other than the open's, or for
+//     a family whose life's mutable memtable is gone (dropped: RocksDB
+//     never reuses a family's id), is another instance's outright
+//     (unowned). A life inside DB::Open keeps its Logger while it has no
+//     list (RocksDB destroys the memtable of a flushed WAL replay before it
+//     makes the next).
 //  S7 a column family dropped by a life marks the life's lists of it
 //     (kFamilyDropped, memtable_meta.h) durably once RocksDB wrote the
 //     OPTIONS file that follows the drop's MANIFEST edit: DropColumnFamily
@@ -220,12 +225,14 @@ class PoolSession : public std::enable_shared_from_this<PoolSession> {
   // for that family is the successor, and is confirmed (S6).
   void OnListSealed(pmem::ListRoot* list);
   // RocksDB asked the list's memtable IsSnapshotSupported: a drop of its
-  // family if it is its opened life's current list, not one that
-  // CreateColumnFamily just made, and not one of DB::Open's sweep (S7,
-  // decided at the next OnOptionsPersisted).
+  // family if it is its opened life's current list (CreateColumnFamily's
+  // is not confirmed yet) and not one of DB::Open's sweep (S7, decided at
+  // the next OnOptionsPersisted).
   void OnSnapshotQuery(pmem::ListRoot* list);
   // RocksDB wrote the DB's OPTIONS file naming `incarnation`: the last step
-  // of a successful DB::Open (also repeated at SetOptions and the like).
+  // of a successful DB::Open (also repeated at CreateColumnFamily, whose
+  // new list it confirms (S6), at DropColumnFamily (S7), SetOptions and
+  // the like).
   void OnOptionsPersisted(uint64_t incarnation);
   // A memtable of life `incarnation` was flushed (the MANIFEST edit is
   // durable) and the MANIFEST's last sequence is at least seq (see
@@ -288,6 +295,9 @@ class PoolSession : public std::enable_shared_from_this<PoolSession> {
     std::set<uint32_t> column_families;  // that had a list of the life
     std::set<uint32_t> queried;          // S7: since the last OPTIONS file
   };
+  // S6: confirms the lists this thread made for families the life had no
+  // mutable memtable of (CreateColumnFamily, which persisted OPTIONS).
+  void ConfirmNewFamiliesLocked(Life* life);
   // S7: marks the lists of the families queried since the last OPTIONS
   // file dropped, unless the queries covered every family of the life.
   void MarkDroppedFamiliesLocked(uint64_t incarnation, Life* life);
@@ -327,8 +337,6 @@ class PoolSession : public std::enable_shared_from_this<PoolSession> {
   using LifeCf = std::pair<uint64_t, uint32_t>;
   std::map<LifeCf, uint64_t> current_;
   std::map<std::thread::id, std::map<LifeCf, uint64_t>> pending_;
-  // S7: lists CreateColumnFamily made, before RocksDB's query of them.
-  std::set<uint64_t> new_family_lists_;
   std::set<uint64_t> leftovers_;
   // The claim (a recovery about to open the DB) and what the next life
   // inherits from it.

@@ -433,6 +433,69 @@ TEST_F(OperationsTest, ReadOnlyInstancesOutlivingThePrimaryOwnNothing) {
   delete db;
 }
 
+// A reopen whose WAL replay RocksDB flushes (the default after a Close
+// with WAL-logged writes) destroys the open's memtable before it makes the
+// next: the open's life has no list for a moment. It kept its Logger, so
+// the later memtables are still the DB's, and a WAL-less write made after
+// the reopen is kept at a Close that does not flush (and after a kill).
+TEST_F(OperationsTest, ReopenThatFlushesWalReplayKeepsLaterWalLessWrites) {
+  rocksdb::DB* db = nullptr;
+  ASSERT_TRUE(rocksdb::DB::Open(PlainOptions(dir_), DbDir(dir_), &db).ok());
+  ASSERT_TRUE(db->Put(rocksdb::WriteOptions(), "walon", "1").ok());
+  delete db;  // WAL on: not flushed
+  ASSERT_TRUE(rocksdb::DB::Open(PlainOptions(dir_), DbDir(dir_), &db).ok());
+  ASSERT_TRUE(db->SetDBOptions({{"avoid_flush_during_shutdown", "true"}}).ok());
+  rocksdb::WriteOptions nowal;
+  nowal.disableWAL = true;
+  ASSERT_TRUE(db->Put(nowal, "nowal", "acked").ok());
+  delete db;
+  EXPECT_EQ(Leftovers(), 1) << "the WAL-less write's memtable is kept";
+  rocksdb::Status s = Recover(DbDir(dir_), Ro(dir_));
+  ASSERT_TRUE(s.ok()) << s.ToString();
+  db = OpenStock(DbDir(dir_));
+  ASSERT_NE(db, nullptr);
+  EXPECT_EQ(Get(db, "nowal"), "acked");
+  EXPECT_EQ(Get(db, "walon"), "1");
+  delete db;
+}
+
+// A read-only instance sharing the primary's Logger opens, with FlintKV,
+// a column family the primary keeps on RocksDB's skiplist: a family the
+// primary's life has no memtable of. Its memtable is unconfirmed (only a
+// CreateColumnFamily, which writes the OPTIONS file on the same thread,
+// confirms one), so nothing of it is kept or replayed over the primary's
+// later, compacted writes.
+TEST_F(OperationsTest, ReadOnlyInstanceOfAFamilyThePrimaryKeepsElsewhere) {
+  rocksdb::Options o = PlainOptions(dir_);
+  o.create_missing_column_families = true;
+  const std::vector<rocksdb::ColumnFamilyDescriptor> primary = {
+      {rocksdb::kDefaultColumnFamilyName, o}, {"plain", BaseOptions()}};
+  std::vector<rocksdb::ColumnFamilyHandle*> h;
+  rocksdb::DB* db = nullptr;
+  ASSERT_TRUE(rocksdb::DB::Open(o, DbDir(dir_), primary, &h, &db).ok());
+  ASSERT_TRUE(db->Put(rocksdb::WriteOptions(), h[1], "p", "old").ok());
+  ASSERT_TRUE(db->Merge(rocksdb::WriteOptions(), h[1], "m", "x").ok());
+  rocksdb::Options ro_opts = o;
+  ro_opts.info_log = db->GetDBOptions().info_log;
+  std::vector<rocksdb::ColumnFamilyHandle*> rh;
+  rocksdb::DB* ro = nullptr;
+  ASSERT_TRUE(rocksdb::DB::OpenForReadOnly(
+                  ro_opts, DbDir(dir_),
+                  {{rocksdb::kDefaultColumnFamilyName, o}, {"plain", o}}, &rh,
+                  &ro)
+                  .ok());
+  for (auto* x : rh) ro->DestroyColumnFamilyHandle(x);
+  delete ro;
+  ASSERT_TRUE(db->Put(rocksdb::WriteOptions(), h[1], "p", "new").ok());
+  ASSERT_TRUE(db->Flush(rocksdb::FlushOptions(), h[1]).ok());
+  rocksdb::CompactRangeOptions cro;
+  cro.bottommost_level_compaction = rocksdb::BottommostLevelCompaction::kForce;
+  ASSERT_TRUE(db->CompactRange(cro, h[1], nullptr, nullptr).ok());
+  for (auto* x : h) db->DestroyColumnFamilyHandle(x);
+  delete db;
+  EXPECT_EQ(Leftovers(), 0) << "the read-only instance's memtable was kept";
+}
+
 // (S3) Lists left by DB A are never replayed into DB B that names
 // the same pool; A recovers them all.
 TEST_F(OperationsTest, ListsOfAnotherDbAreNotReplayed) {
