@@ -122,7 +122,7 @@ struct CopyRange {
 // exception: sequence numbers are reused after a WAL-less reopen, so an
 // interrupted recovery's copy of this list's or an older list's entry can
 // carry a larger sequence number while being older data; versions inside
-// these spans never supersede (review finding 1). Everything else in the
+// these spans never supersede. Everything else in the
 // DB that is newer than a group got there after the crashed run wrote it.
 struct OlderCopies {
   std::vector<CopyRange> ranges;

@@ -179,8 +179,8 @@ TEST(SkipListIndexArenaTest, IndexNodesComeFromTheArena) {
 // Alg. 1 line 40: a combiner returning its own strong write, and
 // Persist(), release the combiner lock with the full fence (a locked
 // exchange), in group commit as in per-put; a weak write does not
-// (adversarial review: group combiners and Persist() released with a plain
-// store after an SFENCE). The simulator cannot tell an SFENCE from an
+// (the fault this catches: group combiners and Persist() releasing with a
+// plain store after an SFENCE). The simulator cannot tell an SFENCE from an
 // MFENCE, so the write counters show which release ran.
 TEST(SkipListFenceTest, StrongCombinerAndPersistReleaseWithFullFence) {
   using Mode = memtable::SkipListOptions::CommitMode;

@@ -102,7 +102,7 @@ TEST(CrashModelTest, RejectsNonPrefixStates) {
   }
 }
 
-// Regression (adversarial review): the campaign recorded an op's version by
+// Regression: the campaign recorded an op's version by
 // a lookup after the op returned, and with a GC thread a delete's tombstone
 // could be collected first: the version was recorded as 0, "not known",
 // and the checker then skipped the op for the lower bound and left the

@@ -73,8 +73,8 @@ test::Register s2("two_unflushed_memtables", [](const std::string& d) {
 // pool, not yet freed. Newer writes overwrite "k" and delete "gone" and are
 // compacted to the bottom (the old versions leave the SST files). Then one
 // bit of the retired list's state word flips, and the process dies.
-// (Scenario from the review of the first version of the checks, which kept
-// any damaged list as unflushed and so replayed "old" over "new".)
+// (A check that kept any damaged list as unflushed would replay "old"
+// over "new".)
 test::Register s3("retired_pinned_then_flip", [](const std::string& d) {
   rocksdb::DB* db;
   Check(rocksdb::DB::Open(test::PlainOptions(d), DbDir(d), &db), "open");
@@ -280,7 +280,7 @@ TEST_F(BitRotTest, FlippedMemtableMetaIsRefusedNotTrusted) {
 // published watermark W dropped acknowledged writes as above it, silently
 // (verify said OK). Both words are checked now: recovery refuses, naming
 // the override that ignores the word, and verify fails; with the override
-// everything acknowledged is recovered. (Found by review.)
+// everything acknowledged is recovered.
 TEST_F(BitRotTest, FlippedRootWordsAreRefused) {
   struct Case {
     const char* scenario;
@@ -333,7 +333,7 @@ TEST_F(BitRotTest, FlippedRootWordsAreRefused) {
 // One flipped bit in a word nobody reads is no refusal: W after a clean
 // close (the switch off), or the mark that says W and R are checked (it is
 // read within three bits, and rewritten). Both refused recovery, the mark
-// with two overrides, one of which gives up batch atomicity (review).
+// with two overrides, one of which gives up batch atomicity.
 TEST_F(BitRotTest, OneFlipInAnUnreadRootWordIsNoRefusal) {
   rocksdb::Options o = BaseOptions();
   std::vector<rocksdb::ColumnFamilyHandle*> hs;

@@ -1,4 +1,4 @@
-// Adversarial review regressions for the RocksDB drop-in (recovery rules,
+// Regression tests for the RocksDB drop-in (recovery rules,
 // list lifecycle). Same style as rocksdb_acknowledged_writes_test.cc: a child
 // process (this binary re-executed with FLINTKV_LIFECYCLE_CHILD naming a
 // scenario) writes and then SIGKILLs itself, or is killed at a

@@ -322,7 +322,7 @@ TEST_F(OperationsTest, SecondDbOnOnePoolRefusedAtOpen) {
 // (S1) Two DB::Opens that race past the refusal (both validated
 // before either created a memtable) get two lives, each bound to its own
 // DB's info Logger: after a crash each DB recovers exactly its own writes.
-// (339a2cd and 7ff2f8c: DB A recovered both DBs' keys, DB B none.)
+// (Otherwise DB A recovers both DBs' keys and DB B none.)
 TEST_F(OperationsTest, RacingOpensOnOnePoolKeepTheirOwnData) {
   // With one factory object for both, one of them is refused (Busy); the
   // other then recovers as usual.
@@ -345,8 +345,8 @@ TEST_F(OperationsTest, RacingOpensOnOnePoolKeepTheirOwnData) {
 // A read-only instance of the DB in the same process (RocksDB allows it)
 // fills memtables from the WAL without ever calling the factory's
 // ValidateOptions: its lists are unowned and dropped, never kept to be
-// replayed later over newer, compacted writes. (7ff2f8c: k came back as
-// v1 after a recovery.)
+// replayed later over newer, compacted writes (kept, they would bring k back as
+// v1 after a recovery).
 TEST_F(OperationsTest, ReadOnlyInstanceLeavesNothingToReplay) {
   // Sharing the primary's info Logger too (a Logger is no identity): its
   // memtables were taken for the primary's, kept at its Close, and the next
@@ -848,7 +848,7 @@ TEST_F(OperationsTest, WrapperRefusesAWriteThePoolCannotHold) {
   const std::string part(512 << 10, 'p');  // below the pool's reserve
   for (int i = 0; i < 60; i++) ASSERT_TRUE(many.Put(Key(i), part).ok());
   // Entries just above a quarter chunk: each takes a 512 KiB chunk of its
-  // own, 25 MiB together for 15 MB of data (review).
+  // own, 25 MiB together for 15 MB of data.
   rocksdb::WriteBatch big_nodes, small_nodes, with_range;
   const std::string third(300 << 10, 't');
   for (int i = 0; i < 50; i++) ASSERT_TRUE(big_nodes.Put(Key(i), third).ok());
@@ -915,7 +915,7 @@ TEST_F(OperationsTest, RecoveryIgnoresTheSpaceRuleItCannotChange) {
   delete db;
   // A DB::Open that will take writes still gets the rule, also under
   // BeginRecovery's claim (its caller may keep the DB and write; the claim
-  // exempted it at first: review).
+  // must not exempt it).
   rocksdb::Options big = SmallPoolOptions(PoolDir(dir_), 24ull << 20);
   big.write_buffer_size = 64 << 20;
   db = nullptr;
@@ -934,7 +934,7 @@ TEST_F(OperationsTest, RecoveryIgnoresTheSpaceRuleItCannotChange) {
 // template pool file) reuses list ids that the DB's record of recovered
 // lists names: its new lists are replayed, not taken for recovered ones.
 // Keyed on pool id and list id only, the record dropped the new list and
-// its acknowledged write (review).
+// its acknowledged write.
 TEST_F(OperationsTest, OlderPoolImageReusingListIdsIsReplayed) {
   const std::string pool_file = PoolDir(dir_) + "/flintkv.pool";
   const std::string image = dir_ + "/pool_image";

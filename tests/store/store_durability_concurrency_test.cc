@@ -1,4 +1,4 @@
-// Durability modes of the standalone store (issues 10.1, 11.1): weak writes
+// Durability modes of the standalone store: weak writes
 // (WriteOptions::sync = false), Store::Persist(), the background persistence
 // bound, and group commit, through the public API.
 //
