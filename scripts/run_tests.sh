@@ -45,8 +45,10 @@ stage() {  # prints the time of the stage that ended, then the next header
   stage_start=$now
   echo "=== $*"
 }
-stage "source checks: clang-format"
+stage "source checks: clang-format, history words"
 scripts/check/check_format.sh
+scripts/check/check_history_words.sh
+scripts/check/check_history_words.sh --self-test
 stage "Release build and full test suite"
 build build
 (cd build && ctest --output-on-failure -j1 --timeout 1200 -LE valgrind)
