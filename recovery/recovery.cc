@@ -293,6 +293,50 @@ rocksdb::Status RefuseOlderDb(
   return rocksdb::Status::OK();
 }
 
+// S8 (pool_session.h): lists no newer than the newest one the DB's family
+// recovered, which the DB's record file does not name (those are dropped
+// below as recovered), are in the DB already: a pool image older than a
+// recovery put back, with the record gone (deleted, or not taken by the
+// backup or checkpoint the DB was restored from).
+rocksdb::Status RefuseRecoveredAlready(
+    rocksdb::DB* db, const pmem::Pool* pool,
+    const std::vector<pmem::ListRoot*>& lists, uint64_t recovered_upto,
+    const RecoveryOptions& o) {
+  if (recovered_upto == 0) return rocksdb::Status::OK();
+  const std::set<std::string> done = RecordedLines(ReadRecordFile(db));
+  std::string old;
+  for (pmem::ListRoot* l : lists) {
+    const rocks::MemtableMeta* m = rocks::MetaOf(l);
+    if (m->magic != rocks::kMemtableMetaMagic ||
+        m->created_micros > recovered_upto || done.count(RecordLine(pool, l)) ||
+        (o.accept_incarnation && (m->incarnation == o.accept_incarnation ||
+                                  m->family == o.accept_incarnation))) {
+      continue;
+    }
+    if (!old.empty()) old += ", ";
+    old += "list " + std::to_string(l->list_id) + " (created " +
+           std::to_string(m->created_micros) + " us)";
+  }
+  if (old.empty()) return rocksdb::Status::OK();
+  return rocksdb::Status::InvalidArgument(
+      "flintkv: the pool holds unflushed memtables this DB recovered "
+      "already: " +
+      old +
+      ", no newer than the newest list its recoveries replayed (created " +
+      std::to_string(recovered_upto) +
+      " us, its OPTIONS file records). The pool is an older image put "
+      "back, and the DB's record of recovered lists (" +
+      std::string(kRecoveredListsFile + 1) +
+      ") was deleted or not copied with the DB (a backup or checkpoint "
+      "does not take it); replaying would apply their writes twice. "
+      "Nothing was changed. Drop them (their writes are in the DB): "
+      "flintkv_tool discard --pool_dir=" +
+      o.pool_dir +
+      " --confirm; if the wall clock went back and they are new: "
+      "flintkv_tool recover --accept_incarnation=<their incarnation> "
+      "(RecoveryOptions::accept_incarnation)");
+}
+
 // One leftover list to replay and how (see RecoverInto).
 struct ListPlan {
   pmem::ListRoot* list = nullptr;
@@ -635,6 +679,8 @@ rocksdb::Status RecoverInto(
     }
     ds = RefuseOlderDb(db, lists, cf_by_id, o);
     if (!ds.ok()) return fail(ds);
+    ds = RefuseRecoveredAlready(db, pool, lists, h->claim_recovered_upto(), o);
+    if (!ds.ok()) return fail(ds);
   }
   Triage(pool, &lists, o, r);
   // After Triage, which drops the copies an interrupted recovery left by
@@ -793,6 +839,21 @@ rocksdb::Status RecoverInto(
   // newest sequence number in its files, which a reopen reaches, or the
   // clock's import, which is durable.
   h->FinishRecovery(std::max(NewestFileSeq(db), r->sequence_raised_to));
+  if (!plans.empty()) {
+    // S8: the DB's OPTIONS file records, with the DB, which lists are in
+    // it now (a backup or checkpoint does not take the record file). An
+    // unchanged option rewrites the file; if that fails, the record file
+    // still protects the DB where it stays.
+    const std::string jobs =
+        std::to_string(db->GetDBOptions().max_background_jobs);
+    rocksdb::Status os = db->SetDBOptions({{"max_background_jobs", jobs}});
+    if (!os.ok()) {
+      Log(o,
+          "flintkv: recording the recovered lists in the DB's OPTIONS "
+          "file failed: " +
+              os.ToString());
+    }
+  }
   Log(o, "flintkv: recovery: " + r->ToString());
   return rocksdb::Status::OK();
 }

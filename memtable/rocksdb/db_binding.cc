@@ -81,6 +81,9 @@ DbBinding ReadDbBinding(const std::string& db_path) {
       if (f->GetOption(co, "family", &v).ok()) {
         b.family = std::strtoull(v.c_str(), nullptr, 10);
       }
+      if (f->GetOption(co, "recovered_upto", &v).ok()) {
+        b.recovered_upto = std::strtoull(v.c_str(), nullptr, 10);
+      }
       return b;
     }
     if (b.other_factory.empty()) b.other_factory = f ? f->Name() : "none";

@@ -104,6 +104,10 @@ rocksdb::Status CheckOnePool(const rocksdb::DBOptions& db,
 struct LifeOptions {
   uint64_t incarnation = 0;
   uint64_t family = 0;
+  // Creation time (micros) of the newest list the family's recoveries
+  // replayed into the DB (pool_session.h S8): carried with the DB's
+  // copies, unlike the record file beside it.
+  uint64_t recovered_upto = 0;
 };
 const std::unordered_map<std::string, OptionTypeInfo>& LifeTypeInfo() {
   static const auto* m = new std::unordered_map<std::string, OptionTypeInfo>{
@@ -112,6 +116,9 @@ const std::unordered_map<std::string, OptionTypeInfo>& LifeTypeInfo() {
         OptionVerificationType::kNormal, OptionTypeFlags::kCompareNever}},
       {"family",
        {offsetof(LifeOptions, family), OptionType::kUInt64T,
+        OptionVerificationType::kNormal, OptionTypeFlags::kCompareNever}},
+      {"recovered_upto",
+       {offsetof(LifeOptions, recovered_upto), OptionType::kUInt64T,
         OptionVerificationType::kNormal, OptionTypeFlags::kCompareNever}},
   };
   return *m;
@@ -261,8 +268,9 @@ class FlintKVFactory : public rocksdb::MemTableRepFactory {
   // is then open for writes (pool_session.h, S4).
   std::string SerializeOptions(const rocksdb::ConfigOptions& co,
                                const std::string& prefix) const override {
-    std::string out = rocksdb::MemTableRepFactory::SerializeOptions(co, prefix);
     std::lock_guard<std::mutex> g(open_mu_);
+    if (pool_) life_.recovered_upto = pool_->RecoveredUpto(life_.incarnation);
+    std::string out = rocksdb::MemTableRepFactory::SerializeOptions(co, prefix);
     if (pool_) pool_->OnOptionsPersisted(life_.incarnation);
     return out;
   }
@@ -314,7 +322,7 @@ class FlintKVFactory : public rocksdb::MemTableRepFactory {
 
  private:
   MemTableOptions options_;
-  LifeOptions life_;
+  mutable LifeOptions life_;  // SerializeOptions writes recovered_upto
   mutable std::mutex open_mu_;
   mutable std::shared_ptr<PoolSession> pool_;  // set once by Open()
 };

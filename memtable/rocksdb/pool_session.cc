@@ -400,6 +400,7 @@ Status PoolSession::BeginOpen(const void* factory, bool wal_logged,
   life.wrapper = claimed_ && claim_wrapper_;
   life.wal_logged = wal_logged && !life.wrapper;
   life.db_id_hash = claimed_ ? claim_db_id_hash_ : 0;
+  life.recovered_upto = claimed_ ? claim_recovered_upto_ : 0;
   life.factory = factory;
   life.prepared_at = now;
   prepared_[std::this_thread::get_id()] = life;
@@ -880,6 +881,12 @@ Status PoolSession::Claim(const DbBinding& b, bool wrapper) {
   // interrupted recovery's lists and OPTIONS file still name it.
   claim_family_ = own.empty() ? 0 : meta[*own.begin()]->family;
   claim_db_id_hash_ = b.db_id_hash;
+  claim_recovered_upto_ = b.recovered_upto;
+  claim_newest_created_ = 0;
+  for (uint64_t id : own) {
+    claim_newest_created_ =
+        std::max(claim_newest_created_, meta[id]->created_micros);
+  }
   claimed_lists_ = own;
   claim_note_ = others.empty() ? "" : "left for their own DB: " + others;
   keep_alive_ = shared_from_this();
@@ -913,12 +920,27 @@ void PoolSession::FinishRecovery(uint64_t life_start) {
   std::vector<uint64_t> lives;
   for (const auto& [inc, l] : lives_) lives.push_back(inc);
   for (uint64_t inc : lives) RaiseFloorLocked(inc, life_start);
+  // S8: the claimed lists are in the DB's files now.
+  for (auto& [inc, l] : lives_) {
+    l.recovered_upto = std::max(l.recovered_upto, claim_newest_created_);
+  }
   for (uint64_t id : claimed_lists_) leftovers_.erase(id);
   claimed_lists_.clear();
   claim_note_.clear();
   claimed_ = false;
   claim_offline_ = false;
   self.swap(keep_alive_);  // released after the lock
+}
+
+uint64_t PoolSession::claim_recovered_upto() const {
+  std::lock_guard<std::mutex> g(mu_);
+  return claimed_ ? claim_recovered_upto_ : 0;
+}
+
+uint64_t PoolSession::RecoveredUpto(uint64_t incarnation) const {
+  std::lock_guard<std::mutex> g(mu_);
+  auto it = lives_.find(incarnation);
+  return it == lives_.end() ? 0 : it->second.recovered_upto;
 }
 
 void PoolSession::ReleaseClaim() {

@@ -84,6 +84,15 @@
 //     reached. (Not marked: a family whose drop was cut short by a crash
 //     before that OPTIONS file, or the last family of a life whose
 //     default family is not FlintKV's.)
+//  S8 recovery refuses, changing nothing, claimed lists created no later
+//     than the newest list the DB's family's recoveries replayed into it
+//     (recovered_upto, which a recovery raises and writes into the DB's
+//     OPTIONS file once its lists are dropped, and which every life of
+//     the family carries there) that the DB's record of recovered lists
+//     does not name: such lists are in the DB already (an older pool
+//     image put back, with the record deleted or left behind by a backup
+//     or checkpoint, which do not take it), and replaying them would
+//     apply them twice.
 // Thread safety: every member is thread-safe (one mutex; none is on the
 // write path: memtable creation and destruction only).
 // Persistence: list stamps are written with the list (Pool::CreateList is
@@ -142,7 +151,8 @@ struct DbBinding {
   std::string other_factory;  // the factory it names instead
   uint64_t incarnation = 0;   // recorded there (0: before incarnations)
   uint64_t family = 0;
-  uint64_t db_id_hash = 0;  // of the DB's IDENTITY (0: none)
+  uint64_t recovered_upto = 0;  // S8 (0: none recorded)
+  uint64_t db_id_hash = 0;      // of the DB's IDENTITY (0: none)
   // Overrides (RecoveryOptions): replay although the DB was opened without
   // FlintKV since; claim the lists of this incarnation or family as well.
   bool allow_foreign_open = false;
@@ -265,6 +275,11 @@ class PoolSession : public std::enable_shared_from_this<PoolSession> {
   void FinishRecovery(uint64_t life_start);
   // Ends a claim without recovering (an error): the leftovers stay.
   void ReleaseClaim();
+  // S8: the creation time of the newest list the life's family recovered
+  // into its DB (0: none), for the DB's OPTIONS file; and the value the
+  // claimed DB's OPTIONS file records.
+  uint64_t RecoveredUpto(uint64_t incarnation) const;
+  uint64_t claim_recovered_upto() const;
   // Lists with entries that no live memtable of this process owns.
   std::set<uint64_t> LeftoverIds() const;
   // Drops the leftover lists of life `incarnation` (0: of every life, also
@@ -294,6 +309,7 @@ class PoolSession : public std::enable_shared_from_this<PoolSession> {
     int lists = 0;  // live memtables, confirmed ones only (S6)
     std::set<uint32_t> column_families;  // that had a list of the life
     std::set<uint32_t> queried;          // S7: since the last OPTIONS file
+    uint64_t recovered_upto = 0;         // S8
   };
   // S6: confirms the lists this thread made for families the life had no
   // mutable memtable of (CreateColumnFamily, which persisted OPTIONS).
@@ -346,6 +362,8 @@ class PoolSession : public std::enable_shared_from_this<PoolSession> {
   bool claim_offline_ = false;
   uint64_t claim_family_ = 0;
   uint64_t claim_db_id_hash_ = 0;
+  uint64_t claim_recovered_upto_ = 0;  // S8: the DB's
+  uint64_t claim_newest_created_ = 0;  // S8: of the claimed lists
   std::set<uint64_t> claimed_lists_;
   std::string claim_note_;
   // Kept alive while claimed: between the claim and DB::Open nothing else
