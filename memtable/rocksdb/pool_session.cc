@@ -495,12 +495,24 @@ void PoolSession::OnSnapshotQuery(pmem::ListRoot* list) {
   const MemtableMeta* m = MetaOf(list);
   auto life = lives_.find(m->incarnation);
   if (life == lives_.end() || !life->second.opened) return;  // DB::Open's
-  auto cur = current_.find({m->incarnation, m->column_family_id});
-  if (cur == current_.end() || cur->second != list->list_id) return;
+  const LifeCf key{m->incarnation, m->column_family_id};
+  auto cur = current_.find(key);
+  if (cur == current_.end() || cur->second != list->list_id) {
+    // S6: CreateColumnFamily's, of the new family's first memtable, on the
+    // thread that made it; a read-only or secondary open never asks.
+    auto mine = pending_.find(std::this_thread::get_id());
+    if (cur == current_.end() && mine != pending_.end()) {
+      auto p = mine->second.find(key);
+      if (p != mine->second.end() && p->second == list->list_id) {
+        new_family_queried_.insert(list->list_id);
+      }
+    }
+    return;
+  }
   // S7: DropColumnFamily's, or DB::Open's last sweep over every family
   // (when a family it created made the life opened early); the OPTIONS
-  // file written next tells them apart.
-  life->second.queried.insert(m->column_family_id);
+  // file this thread writes next tells them apart.
+  life->second.queried[std::this_thread::get_id()].insert(m->column_family_id);
 }
 
 void PoolSession::ConfirmNewFamiliesLocked(Life* life) {
@@ -509,13 +521,14 @@ void PoolSession::ConfirmNewFamiliesLocked(Life* life) {
   for (auto p = mine->second.begin(); p != mine->second.end();) {
     const auto l = live_.find(p->second);
     if (p->first.first != life->incarnation || current_.count(p->first) ||
-        l == live_.end()) {
+        l == live_.end() || !new_family_queried_.erase(p->second)) {
       ++p;
       continue;
     }
-    // S6: CreateColumnFamily persists the OPTIONS file naming the family
-    // on the thread that made its memtable, before any write can reach
-    // it; no read-only or secondary instance writes one.
+    // S6: CreateColumnFamily asked the new memtable IsSnapshotSupported and
+    // persists the OPTIONS file naming the family, both on the thread that
+    // made it, before any write can reach it; a read-only or secondary
+    // instance does neither.
     PersistRecoveryState(MutableMetaOf(l->second), 0);
     current_[p->first] = p->second;
     life->lists++;
@@ -526,12 +539,23 @@ void PoolSession::ConfirmNewFamiliesLocked(Life* life) {
 }
 
 void PoolSession::MarkDroppedFamiliesLocked(uint64_t incarnation, Life* life) {
+  auto mine = life->queried.find(std::this_thread::get_id());
+  if (mine == life->queried.end()) return;
   std::set<uint32_t> queried;
-  queried.swap(life->queried);
-  if (queried.empty()) return;
+  queried.swap(mine->second);
+  life->queried.erase(mine);
+  // The default family is never dropped: a set with it is DB::Open's
+  // sweep, or a drop of a family without snapshots, after which RocksDB
+  // asks the others (that drop is not marked).
+  if (queried.count(0)) return;
   bool all = true;
   for (const auto& [key, id] : current_) {
-    if (key.first == incarnation) all &= queried.count(key.second) > 0;
+    auto l = live_.find(id);
+    if (key.first != incarnation || l == live_.end() ||
+        FamilyDropped(*MetaOf(l->second))) {
+      continue;  // a family dropped before, its handle still held
+    }
+    all &= queried.count(key.second) > 0;
   }
   if (all) return;  // DB::Open's sweep
   for (auto& [id, root] : live_) {
@@ -568,6 +592,7 @@ void PoolSession::OnListDestroyed(pmem::ListRoot* list, bool flushed,
                                   bool empty, std::string* kept_note) {
   std::lock_guard<std::mutex> g(mu_);
   live_.erase(list->list_id);
+  new_family_queried_.erase(list->list_id);
   auto it = lives_.find(MetaOf(list)->incarnation);
   Life* life = it == lives_.end() ? nullptr : &it->second;
   // S4. RocksDB destroys a memtable without MarkFlushed when its data is

@@ -62,7 +62,8 @@
 //     confirms it, durably, before its first entry. The first memtable of
 //     a family the life had none of (CreateColumnFamily) is confirmed by the
 //     OPTIONS file RocksDB writes on the same thread before returning the
-//     family's handle, which no read-only or secondary instance writes. An
+//     family's handle, once RocksDB asked it IsSnapshotSupported on that
+//     thread; no read-only or secondary instance does either. An
 //     unconfirmed list is dropped when its memtable goes, is never a
 //     leftover (it holds another instance's WAL replay, or nothing), and
 //     does not keep its life going. A memtable made with the Logger of a
@@ -77,8 +78,11 @@
 //     OPTIONS file that follows the drop's MANIFEST edit: DropColumnFamily
 //     first asks the family's mutable memtable IsSnapshotSupported, which
 //     RocksDB otherwise asks right after CreateColumnFamily made the
-//     memtable, and at the end of DB::Open of every family (told apart:
-//     it covers all the life's families). Recovery into a DB that still
+//     memtable, and at the end of DB::Open of every family (told apart: the
+//     queries one thread made before its OPTIONS write cover all the life's
+//     families, or the default one, which is never dropped; so does a drop
+//     of a family without snapshots, after which RocksDB asks the others,
+//     and such a drop is not marked). Recovery into a DB that still
 //     has the family refuses: the DB is older than the drop (a restored
 //     copy), and the other families' lists extend a state it never
 //     reached. (Not marked: a family whose drop was cut short by a crash
@@ -308,8 +312,9 @@ class PoolSession : public std::enable_shared_from_this<PoolSession> {
     std::chrono::steady_clock::time_point prepared_at;
     int lists = 0;  // live memtables, confirmed ones only (S6)
     std::set<uint32_t> column_families;  // that had a list of the life
-    std::set<uint32_t> queried;          // S7: since the last OPTIONS file
-    uint64_t recovered_upto = 0;         // S8
+    // S7: per thread, since its last OPTIONS file.
+    std::map<std::thread::id, std::set<uint32_t>> queried;
+    uint64_t recovered_upto = 0;  // S8
   };
   // S6: confirms the lists this thread made for families the life had no
   // mutable memtable of (CreateColumnFamily, which persisted OPTIONS).
@@ -353,6 +358,8 @@ class PoolSession : public std::enable_shared_from_this<PoolSession> {
   using LifeCf = std::pair<uint64_t, uint32_t>;
   std::map<LifeCf, uint64_t> current_;
   std::map<std::thread::id, std::map<LifeCf, uint64_t>> pending_;
+  // S6: pending first lists of new families CreateColumnFamily asked.
+  std::set<uint64_t> new_family_queried_;
   std::set<uint64_t> leftovers_;
   // The claim (a recovery about to open the DB) and what the next life
   // inherits from it.
