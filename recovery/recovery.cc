@@ -252,7 +252,8 @@ rocksdb::Status RefuseWalRangeDeletes(
 // after the MANIFEST edit): the DB that wrote the list has a last sequence
 // at least that large.
 // The same for a column family the life that wrote the lists dropped
-// (S7): a DB that still has it is older than the drop.
+// (S7): a DB that still has it is older than the drop; and for one the
+// life did not drop that the DB lacks: it is older than the family.
 rocksdb::Status RefuseOlderDb(
     rocksdb::DB* db, const std::vector<pmem::ListRoot*>& lists,
     const std::map<uint32_t, rocksdb::ColumnFamilyHandle*>& cf_by_id,
@@ -275,6 +276,15 @@ rocksdb::Status RefuseOlderDb(
       why = "it has column family id " + std::to_string(m->column_family_id) +
             ", which the life that wrote list " + std::to_string(l->list_id) +
             " dropped";
+    } else if (!rocks::FamilyDropped(*m) && !rocks::ReplayPending(*m) &&
+               !cf_by_id.count(m->column_family_id)) {
+      // A family its life dropped marked the list (S7); an unmarked list of
+      // a family the DB lacks was written to a family made after the DB's
+      // state (or dropped by a crash between the drop and its OPTIONS
+      // file, the one false refusal).
+      why = "it lacks column family id " + std::to_string(m->column_family_id) +
+            ", which list " + std::to_string(l->list_id) +
+            " was written to and which its life did not drop";
     } else {
       continue;
     }
