@@ -303,7 +303,7 @@ class Checker {
   // The model.
   State acked_;           // every acknowledged write
   State dir_;             // what the DB directory alone holds
-  bool touched_ = false;  // directory replaced offline since the pool's lists
+  bool touched_ = false;  // directory or pool replaced offline since
   bool mid_recovery_ = false;
   std::set<int> absorbed_;  // pool lives whose lists this DB recovered
   PoolModel pool_model_;
@@ -1099,6 +1099,10 @@ void Checker::RestorePool() {
   const PoolImage& pi = pool_images_[R(pool_images_.size())];
   Sh("cp " + pi.path + " " + pool_ + "/flintkv.pool");
   pool_model_ = pi.model;
+  // The DB may have had other lives since the image: the pool can no
+  // longer tell that its lists extend the DB, and may refuse (naming a
+  // remedy) where it would have replayed them.
+  touched_ = true;
   counts["pool_restores"]++;
   Note("put the pool image " + pi.path + " back");
 }
