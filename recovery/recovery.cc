@@ -308,12 +308,12 @@ rocksdb::Status RefuseOlderDb(
 // below as recovered), are in the DB already: a pool image older than a
 // recovery put back, with the record gone (deleted, or not taken by the
 // backup or checkpoint the DB was restored from).
+// `done`: the lines of the DB's record file.
 rocksdb::Status RefuseRecoveredAlready(
-    rocksdb::DB* db, const pmem::Pool* pool,
-    const std::vector<pmem::ListRoot*>& lists, uint64_t recovered_upto,
+    const pmem::Pool* pool, const std::vector<pmem::ListRoot*>& lists,
+    uint64_t recovered_upto, const std::set<std::string>& done,
     const RecoveryOptions& o) {
   if (recovered_upto == 0) return rocksdb::Status::OK();
-  const std::set<std::string> done = RecordedLines(ReadRecordFile(db));
   std::string old;
   for (pmem::ListRoot* l : lists) {
     const rocks::MemtableMeta* m = rocks::MetaOf(l);
@@ -677,7 +677,11 @@ rocksdb::Status RecoverInto(
   const uint64_t open_seq = db->GetLatestSequenceNumber();
   std::map<uint32_t, CfState> cf_state;
   for (auto& [id, cf] : cf_by_id) cf_state[id] = StateOf(db, cf);
+  std::string recorded;  // the DB's record file, read once
+  std::set<std::string> done;
   if (!lists.empty()) {  // before Triage marks anything in the pool
+    recorded = ReadRecordFile(db);
+    done = RecordedLines(recorded);
     bool memtable_entries = false;
     for (auto& [id, st] : cf_state) memtable_entries |= st.memtable_entries;
     rocksdb::Status ds =
@@ -689,16 +693,14 @@ rocksdb::Status RecoverInto(
     }
     ds = RefuseOlderDb(db, lists, cf_by_id, o);
     if (!ds.ok()) return fail(ds);
-    ds = RefuseRecoveredAlready(db, pool, lists, h->claim_recovered_upto(), o);
+    ds =
+        RefuseRecoveredAlready(pool, lists, h->claim_recovered_upto(), done, o);
     if (!ds.ok()) return fail(ds);
   }
   Triage(pool, &lists, o, r);
   // After Triage, which drops the copies an interrupted recovery left by
   // comparing them with the originals.
-  std::string recorded;  // the DB's record file, read once
   if (!lists.empty()) {
-    recorded = ReadRecordFile(db);
-    const std::set<std::string> done = RecordedLines(recorded);
     std::vector<pmem::ListRoot*> left;
     for (pmem::ListRoot* l : lists) {
       if (done.count(RecordLine(pool, l)) == 0) {
