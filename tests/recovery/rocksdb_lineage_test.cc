@@ -152,6 +152,28 @@ class LineageTest : public test::ScenarioTest {
   static bool Has(const rocksdb::Status& s, const std::string& what) {
     return s.ToString().find(what) != std::string::npos;
   }
+  // An OpenDB expected to be refused, naming each of `names`; then the
+  // operator's discard, after which the DB opens as it was and holds
+  // `key` = `want`. `what` says what a successful open did wrong.
+  void ExpectRefusedThenDiscarded(const std::string& what,
+                                  std::vector<std::string> names,
+                                  const std::string& key,
+                                  const std::string& want) {
+    rocksdb::Status s;
+    rocksdb::DB* db = OpenWrapper(dir_, &s);
+    if (db) {
+      ADD_FAILURE() << what << ": " << key << "=" << Get(db, key);
+      delete db;
+      return;
+    }
+    for (const std::string& n : names) EXPECT_TRUE(Has(s, n)) << s.ToString();
+    std::vector<std::string> dropped;
+    ASSERT_TRUE(DiscardLeftovers(PoolDir(dir_), 0, false, &dropped).ok());
+    db = OpenWrapper(dir_, &s);
+    ASSERT_NE(db, nullptr) << s.ToString();
+    EXPECT_EQ(Get(db, key), want);
+    delete db;
+  }
   // Puts the copy `copy` in the DB's place (the DB aside), recovers it and
   // returns the status; then puts the DB back.
   rocksdb::Status RecoverCopyInstead(const std::string& copy) {
@@ -185,21 +207,9 @@ TEST_F(LineageTest, CheckpointOfAnEarlierLifeRefusedAfterItsRecovery) {
                          dir_ + "/ckpt " + DbDir(dir_))
                             .c_str()),
             0);
-  rocksdb::Status s;
-  rocksdb::DB* db = OpenWrapper(dir_, &s);
-  if (db) {
-    ADD_FAILURE() << "replayed over an older checkpoint: a=" << Get(db, "a");
-    delete db;
-    return;
-  }
-  EXPECT_TRUE(Has(s, "older than the pool")) << s.ToString();
-  EXPECT_TRUE(Has(s, "allow_older_db")) << s.ToString();
-  std::vector<std::string> dropped;
-  ASSERT_TRUE(DiscardLeftovers(PoolDir(dir_), 0, false, &dropped).ok());
-  db = OpenWrapper(dir_, &s);
-  ASSERT_NE(db, nullptr) << s.ToString();
-  EXPECT_EQ(Get(db, "a"), "1");
-  delete db;
+  ExpectRefusedThenDiscarded("replayed over an older checkpoint",
+                             {"older than the pool", "allow_older_db"}, "a",
+                             "1");
 }
 
 // A copy of the DB without its IDENTITY file (RocksDB 7.8's Checkpoint and
@@ -325,20 +335,9 @@ TEST_F(LineageTest, OlderPoolImageWithoutTheRecordIsRefused) {
                    dir_ + "/image " + pool_file)
                       .c_str()),
       0);
-  db = OpenWrapper(dir_, &s);
-  if (db) {
-    ADD_FAILURE() << "replayed again: m=" << Get(db, "m");
-    delete db;
-    return;
-  }
-  EXPECT_TRUE(Has(s, "recovered already")) << s.ToString();
-  EXPECT_TRUE(Has(s, "flintkv_tool discard")) << s.ToString();
-  std::vector<std::string> dropped;
-  ASSERT_TRUE(DiscardLeftovers(PoolDir(dir_), 0, false, &dropped).ok());
-  db = OpenWrapper(dir_, &s);
-  ASSERT_NE(db, nullptr) << s.ToString();
-  EXPECT_EQ(Get(db, "m"), "x,y");
-  delete db;
+  ExpectRefusedThenDiscarded("replayed again",
+                             {"recovered already", "flintkv_tool discard"}, "m",
+                             "x,y");
 }
 
 // A copy taken before its life made a column family, restored after the
