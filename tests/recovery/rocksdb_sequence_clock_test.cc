@@ -95,7 +95,9 @@ TEST_F(ClockTest, RecoverDbKeepsTheClockOnBothPaths) {
     rocksdb::Status s = RecoverDB(BaseOptions(), DbDir(dir_), {}, ro, &rep);
     ASSERT_TRUE(s.ok()) << s.ToString();
     // The memtable path's own writes may carry the clock far enough.
-    if (sst) EXPECT_GE(rep.sequence_raised_to, acked) << rep.ToString();
+    if (sst) {
+      EXPECT_GE(rep.sequence_raised_to, acked) << rep.ToString();
+    }
     rocksdb::DB* db = nullptr;
     ASSERT_TRUE(rocksdb::DB::Open(BaseOptions(), DbDir(dir_), &db).ok());
     ASSERT_NO_FATAL_FAILURE(ExpectState(db, acked));
