@@ -166,9 +166,9 @@ int Inspect(std::map<std::string, std::string>& flags, bool verify) {
         (unsigned long long)(ps.bytes_in_use >> 20),
         ps.watermark_enabled ? "enabled, W=" : "off",
         ps.watermark_enabled ? std::to_string(ps.watermark).c_str() : "");
-    std::printf("%8s %-10s %-8s %4s %10s %8s %22s %7s %s\n", "list", "kind",
-                "state", "cf", "entries", "uncommit", "seq range", "MiB",
-                "created / notes");
+    std::printf("%8s %-10s %-8s %4s %16s %10s %8s %22s %7s %s\n", "list",
+                "kind", "state", "cf", "incarnation", "entries", "uncommit",
+                "seq range", "MiB", "created / notes");
     for (const auto& l : ps.lists) {
       char created[64] = "-";
       if (l.created_micros) {
@@ -180,15 +180,22 @@ int Inspect(std::map<std::string, std::string>& flags, bool verify) {
       std::string range = l.entries ? std::to_string(l.min_seq) + ".." +
                                           std::to_string(l.max_seq)
                                     : "-";
-      std::printf("%8llu %-10s %-8s %4u %10llu %8llu %22s %7.1f %s%s%s%s\n",
-                  (unsigned long long)l.list_id,
-                  l.kind == 2 ? "memtable" : "standalone", StateName(l.state),
-                  l.column_family_id, (unsigned long long)l.entries,
-                  (unsigned long long)l.uncommitted, range.c_str(),
-                  l.chunk_bytes / 1048576.0, created,
-                  l.leftover ? " UNFLUSHED (run flintkv_tool recover)" : "",
-                  l.batch_mode ? " batch_mode" : "",
-                  l.error.empty() ? "" : (" ERROR: " + l.error).c_str());
+      char life[24] = "-";
+      if (l.kind == 2) {
+        std::snprintf(life, sizeof(life), "%016llx",
+                      (unsigned long long)l.incarnation);
+      }
+      std::printf(
+          "%8llu %-10s %-8s %4u %16s %10llu %8llu %22s %7.1f %s%s%s%s%s\n",
+          (unsigned long long)l.list_id,
+          l.kind == 2 ? "memtable" : "standalone", StateName(l.state),
+          l.column_family_id, life, (unsigned long long)l.entries,
+          (unsigned long long)l.uncommitted, range.c_str(),
+          l.chunk_bytes / 1048576.0, created,
+          l.leftover ? " UNFLUSHED (run flintkv_tool recover)" : "",
+          l.family_dropped ? " family dropped" : "",
+          l.batch_mode ? " batch_mode" : "",
+          l.error.empty() ? "" : (" ERROR: " + l.error).c_str());
     }
   }
   if (!s.ok()) {

@@ -262,6 +262,8 @@ rocksdb::Status InspectPool(const std::string& pool_dir, PoolSummary* out,
       }
       ls.column_family_id = m->column_family_id;
       ls.created_micros = m->created_micros;
+      ls.incarnation = m->incarnation;
+      ls.family_dropped = rocks::FamilyDropped(*m);
     }
     std::vector<memtable::ChunkRange> chunks;
     for (const pmem::ChunkInfo& c : pool->ChunksOf(l->list_id)) {

@@ -188,8 +188,10 @@ struct ListSummary {
   uint32_t state = 0;  // pmem::ListState
   uint32_t column_family_id = 0;
   uint64_t created_micros = 0;
-  bool leftover = false;  // held entries when the pool was opened
-  uint64_t entries = 0;   // committed nodes
+  uint64_t incarnation = 0;     // the life that wrote it (DiscardLeftovers)
+  bool family_dropped = false;  // its life dropped its column family
+  bool leftover = false;        // held entries when the pool was opened
+  uint64_t entries = 0;         // committed nodes
   uint64_t uncommitted = 0;
   uint64_t min_seq = 0, max_seq = 0;
   uint64_t chunks = 0, chunk_bytes = 0;

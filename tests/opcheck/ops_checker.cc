@@ -32,6 +32,7 @@
 // would (flintkv::DiscardLeftovers) and expects the directory's state.
 //
 // Usage: flintkv_ops_checker --seeds=A-B [--steps=N] [--dir=D] [--ops=...]
+//        [--verbose] [--keep]
 // Exit status 1 if any seed had a finding.
 #include <signal.h>
 #include <sys/wait.h>
@@ -226,6 +227,9 @@ struct Options {
   std::string dir = "/dev/shm/flintkv_ops_checker";
   std::set<std::string> ops;  // enabled operation kinds (empty: all)
   bool verbose = false;
+  // Stop after the steps, before the last check, and keep the directory:
+  // the state a finding's steps left, to look at with flintkv_tool.
+  bool keep = false;
 };
 
 class Checker {
@@ -834,6 +838,7 @@ void Checker::Life(const LifePlan& p) {
     return;
   }
   interrupted_in_a_row_ = 0;
+  if (!asked.empty()) Note("the open asked for recovery: " + asked);
   const PoolModel& pm = pool_model_;
   const bool extends = !pm.lists || pm.base == dir_;
   if (!opened) {
@@ -1162,6 +1167,7 @@ int Checker::Run() {
       Destroy();
     }
   }
+  if (opt_.keep) return finding_ ? 1 : 0;
   // The last check: the DB as its last life left it, recovered.
   if (!finding_) {
     LifePlan p;
@@ -1200,10 +1206,12 @@ bool ParseArgs(int argc, char** argv, Options* o) {
       }
     } else if (a == "--verbose") {
       o->verbose = true;
+    } else if (a == "--keep") {
+      o->keep = true;
     } else {
       std::fprintf(stderr,
                    "usage: %s --seeds=A[-B] [--steps=N] [--dir=D] "
-                   "[--ops=k1,k2,...] [--verbose]\n",
+                   "[--ops=k1,k2,...] [--verbose] [--keep]\n",
                    argv[0]);
       return false;
     }

@@ -10,6 +10,7 @@
 
 #include <cstdio>
 #include <cstdlib>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -132,9 +133,12 @@ class RocksdbInspectTest : public ::testing::Test {
 void ExpectLists(const PoolSummary& ps, const std::string& want_reverse,
                  const std::string& want_fwd) {
   int leftovers = 0;
+  std::set<uint64_t> lives;  // the incarnation discard takes
   for (const ListSummary& l : ps.lists) {
     if (!l.leftover) continue;
     leftovers++;
+    lives.insert(l.incarnation);
+    EXPECT_FALSE(l.family_dropped);
     EXPECT_EQ(l.entries, static_cast<uint64_t>(kKeys));
     EXPECT_TRUE(l.error.empty()) << l.error;
     EXPECT_EQ(l.comparator, l.column_family_id == 0 ? want_reverse : want_fwd)
@@ -142,6 +146,8 @@ void ExpectLists(const PoolSummary& ps, const std::string& want_reverse,
         << l.note;
   }
   EXPECT_EQ(leftovers, 2);
+  EXPECT_EQ(lives.size(), 1u);
+  EXPECT_EQ(lives.count(0), 0u);
 }
 
 TEST_F(RocksdbInspectTest, CustomComparatorIsNotCorruption) {
