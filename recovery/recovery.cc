@@ -691,7 +691,10 @@ rocksdb::Status RecoverInto(
     if (memtable_entries) {
       for (auto& [id, cf] : cf_by_id) cf_state[id] = StateOf(db, cf);
     }
-    ds = RefuseOlderDb(db, lists, cf_by_id, o);
+    // S9: the lives' empty lists tell their families too.
+    std::vector<pmem::ListRoot*> evidence = lists;
+    for (pmem::ListRoot* l : h->ClaimedEmptyLists()) evidence.push_back(l);
+    ds = RefuseOlderDb(db, evidence, cf_by_id, o);
     if (!ds.ok()) return fail(ds);
     ds =
         RefuseRecoveredAlready(pool, lists, h->claim_recovered_upto(), done, o);

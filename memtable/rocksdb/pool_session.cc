@@ -227,6 +227,24 @@ void PoolSession::ScanLeftoversLocked() {
     }
     if (l->head.next != 0) leftovers_.insert(l->list_id);
   }
+  // An empty list of an ended life tells which families the life had, and
+  // which it dropped (S7), only while the life has leftovers for recovery
+  // to check against the DB (S9); after that it holds nothing of use.
+  std::set<uint64_t> with_leftovers;
+  for (pmem::ListRoot* l : pool_->Lists()) {
+    if (leftovers_.count(l->list_id)) {
+      with_leftovers.insert(MetaOf(l)->incarnation);
+    }
+  }
+  for (pmem::ListRoot* l : pool_->Lists()) {
+    if (l->kind != pmem::kListMemtable || l->head.next != 0 ||
+        live_.count(l->list_id) || MetaOf(l)->magic != kMemtableMetaMagic ||
+        *MemtableListDamage(*l) != 0) {
+      continue;
+    }
+    const uint64_t inc = MetaOf(l)->incarnation;
+    if (!with_leftovers.count(inc) && !lives_.count(inc)) pool_->DropList(l);
+  }
 }
 
 void PoolSession::ClearStaleWatermarkLocked() {
@@ -622,7 +640,14 @@ void PoolSession::OnListDestroyed(pmem::ListRoot* list, bool flushed,
   const bool pending = OwnerPending(*m);
   const bool keep = life && !flushed && !empty && !life->wal_logged &&
                     life->opened && !pending;
-  if (keep) {
+  // S9: the only durable trace of a drop of a family whose memtable was
+  // empty (flushed by a checkpoint or backup just before, say).
+  const bool evidence =
+      life && empty && life->opened && !pending && FamilyDropped(*m);
+  if (evidence) {
+    // Empty: not a leftover; ScanLeftoversLocked drops it once its life
+    // has ended with nothing left for recovery.
+  } else if (keep) {
     leftovers_.insert(list->list_id);
     if (kept_note) {
       *kept_note = life->wrapper
@@ -908,23 +933,44 @@ Status PoolSession::Claim(const DbBinding& b, bool wrapper) {
   claim_db_id_hash_ = b.db_id_hash;
   claim_recovered_upto_ = b.recovered_upto;
   claim_newest_created_ = 0;
+  std::set<uint64_t> lives;
   for (uint64_t id : own) {
     claim_newest_created_ =
         std::max(claim_newest_created_, meta[id]->created_micros);
+    lives.insert(meta[id]->incarnation);
   }
   claimed_lists_ = own;
+  // S9: the claimed lives' empty lists, for the identity checks.
+  claimed_empty_.clear();
+  for (pmem::ListRoot* l : pool_->Lists()) {
+    if (l->kind == pmem::kListMemtable && l->head.next == 0 &&
+        !live_.count(l->list_id) && MetaOf(l)->magic == kMemtableMetaMagic &&
+        *MemtableListDamage(*l) == 0 && lives.count(MetaOf(l)->incarnation)) {
+      claimed_empty_.insert(l->list_id);
+    }
+  }
   claim_note_ = others.empty() ? "" : "left for their own DB: " + others;
   keep_alive_ = shared_from_this();
   return Status::OK();
 }
 
-std::vector<pmem::ListRoot*> PoolSession::ClaimedLists() const {
-  std::lock_guard<std::mutex> g(mu_);
+std::vector<pmem::ListRoot*> PoolSession::ListsLocked(
+    const std::set<uint64_t>& ids) const {
   std::vector<pmem::ListRoot*> out;
   for (pmem::ListRoot* l : pool_->Lists()) {
-    if (claimed_lists_.count(l->list_id)) out.push_back(l);
+    if (ids.count(l->list_id)) out.push_back(l);
   }
   return out;
+}
+
+std::vector<pmem::ListRoot*> PoolSession::ClaimedLists() const {
+  std::lock_guard<std::mutex> g(mu_);
+  return ListsLocked(claimed_lists_);
+}
+
+std::vector<pmem::ListRoot*> PoolSession::ClaimedEmptyLists() const {
+  std::lock_guard<std::mutex> g(mu_);
+  return ListsLocked(claimed_empty_);
 }
 
 std::string PoolSession::claim_note() const {
@@ -951,6 +997,8 @@ void PoolSession::FinishRecovery(uint64_t life_start) {
   }
   for (uint64_t id : claimed_lists_) leftovers_.erase(id);
   claimed_lists_.clear();
+  claimed_empty_.clear();
+  ScanLeftoversLocked();  // drops the recovered lives' empty lists (S9)
   claim_note_.clear();
   claimed_ = false;
   claim_offline_ = false;
@@ -972,6 +1020,7 @@ void PoolSession::ReleaseClaim() {
   std::shared_ptr<PoolSession> self;
   std::lock_guard<std::mutex> g(mu_);
   claimed_lists_.clear();
+  claimed_empty_.clear();
   claim_note_.clear();
   claimed_ = false;
   claim_offline_ = false;

@@ -38,7 +38,8 @@
 //     life that wrote it; a claim covers only lists of the family the named
 //     DB's OPTIONS file records, else it is refused naming the lists;
 //  S4 a list is dropped only when RocksDB flushed it (MarkFlushed), when
-//     it holds nothing, when its life declared every write WAL-logged
+//     it holds nothing (but see S9), when its life declared every write
+//     WAL-logged
 //     (MemTableOptions::wal_logged), or when it is destroyed before its
 //     DB::Open finished (it then holds WAL replay only: RocksDB flushed it
 //     to SST itself, or the open failed and the WAL is still there); a
@@ -97,6 +98,13 @@
 //     image put back, with the record deleted or left behind by a backup
 //     or checkpoint, which do not take it), and replaying them would
 //     apply them twice.
+//  S9 a life's empty lists are evidence too: the list of a family that
+//     S7 marked dropped stays in the pool when its memtable goes, even
+//     empty (a checkpoint or backup flushed it just before the drop), and
+//     recovery checks the claimed lives' empty lists with S3 and S7's rules
+//     like their other lists (a DB lacking the family of one, or having
+//     the dropped family of a marked one, is older than that life). An
+//     ended life's empty lists are dropped once it has no leftover left.
 // Thread safety: every member is thread-safe (one mutex; none is on the
 // write path: memtable creation and destruction only).
 // Persistence: list stamps are written with the list (Pool::CreateList is
@@ -268,6 +276,9 @@ class PoolSession : public std::enable_shared_from_this<PoolSession> {
   Status Claim(const DbBinding& b, bool wrapper);
   // The claimed leftover lists, in list_id order.
   std::vector<pmem::ListRoot*> ClaimedLists() const;
+  // The empty lists the claimed lists' lives left (S9), in list_id order:
+  // for recovery's identity checks only.
+  std::vector<pmem::ListRoot*> ClaimedEmptyLists() const;
   bool claimed() const;
   // Leftovers of another DB the claim left in the pool ("" if none).
   std::string claim_note() const;
@@ -323,6 +334,8 @@ class PoolSession : public std::enable_shared_from_this<PoolSession> {
   // file dropped, unless the queries covered every family of the life.
   void MarkDroppedFamiliesLocked(uint64_t incarnation, Life* life);
   bool AnyLiveLocked() const;
+  // The pool's lists with these ids, in list_id order.
+  std::vector<pmem::ListRoot*> ListsLocked(const std::set<uint64_t>& ids) const;
   // Raises the life's flushed_floor to seq in it and, durably, in each of
   // its live lists (S3).
   void RaiseFloorLocked(uint64_t incarnation, uint64_t seq);
@@ -372,6 +385,7 @@ class PoolSession : public std::enable_shared_from_this<PoolSession> {
   uint64_t claim_recovered_upto_ = 0;  // S8: the DB's
   uint64_t claim_newest_created_ = 0;  // S8: of the claimed lists
   std::set<uint64_t> claimed_lists_;
+  std::set<uint64_t> claimed_empty_;  // S9
   std::string claim_note_;
   // Kept alive while claimed: between the claim and DB::Open nothing else
   // may hold the session.

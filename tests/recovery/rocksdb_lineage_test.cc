@@ -38,6 +38,17 @@ rocksdb::DB* OpenWrapper(const std::string& d, rocksdb::Status* s) {
   return db;
 }
 
+// Plain factory, families "default" and "b" (made if missing).
+rocksdb::DB* OpenPlainTwoFamilies(
+    const std::string& d, std::vector<rocksdb::ColumnFamilyHandle*>* hs) {
+  rocksdb::Options o = PlainOptions(d);
+  o.create_missing_column_families = true;
+  rocksdb::DB* db = nullptr;
+  Check(rocksdb::DB::Open(o, DbDir(d), {{"default", o}, {"b", o}}, hs, &db),
+        "open");
+  return db;
+}
+
 // Life 1 writes, a checkpoint is taken, life 1 writes more and dies; life
 // 2 recovers it, writes, dies.
 Register r1("lineage_life1", [](const std::string& d) {
@@ -77,12 +88,8 @@ Register r3("identity_life", [](const std::string& d) {
 // write), a copy of the DB directory, then another write to "b", a flush
 // of "b", a WAL-less write to "default", a kill.
 Register r5("flush_after_copy_life", [](const std::string& d) {
-  rocksdb::Options o = PlainOptions(d);
-  o.create_missing_column_families = true;
   std::vector<rocksdb::ColumnFamilyHandle*> hs;
-  rocksdb::DB* db = nullptr;
-  Check(rocksdb::DB::Open(o, DbDir(d), {{"default", o}, {"b", o}}, &hs, &db),
-        "open");
+  rocksdb::DB* db = OpenPlainTwoFamilies(d, &hs);
   rocksdb::WriteOptions nowal;
   nowal.disableWAL = true;
   Check(db->Put(nowal, hs[1], "x", "1"), "put");
@@ -98,14 +105,11 @@ Register r5("flush_after_copy_life", [](const std::string& d) {
 });
 
 // Plain factory, families "default" and "b": WAL-less writes to both, a
-// checkpoint (which flushes), more writes to both, "b" dropped, a kill.
-Register r4("dropped_family_life", [](const std::string& d) {
-  rocksdb::Options o = PlainOptions(d);
-  o.create_missing_column_families = true;
+// checkpoint (which flushes both), another write to "default" and, if
+// `b_written`, to "b" (else "b"'s memtable is empty), "b" dropped, a kill.
+void DroppedFamilyLife(const std::string& d, bool b_written) {
   std::vector<rocksdb::ColumnFamilyHandle*> hs;
-  rocksdb::DB* db = nullptr;
-  Check(rocksdb::DB::Open(o, DbDir(d), {{"default", o}, {"b", o}}, &hs, &db),
-        "open");
+  rocksdb::DB* db = OpenPlainTwoFamilies(d, &hs);
   rocksdb::WriteOptions nowal;
   nowal.disableWAL = true;
   Check(db->Put(nowal, hs[0], "d", "1"), "put");
@@ -114,10 +118,15 @@ Register r4("dropped_family_life", [](const std::string& d) {
   Check(rocksdb::Checkpoint::Create(db, &cp), "checkpoint");
   Check(cp->CreateCheckpoint(d + "/ckpt"), "checkpoint");
   Check(db->Put(nowal, hs[0], "d", "2"), "put");
-  Check(db->Put(nowal, hs[1], "x", "2"), "put");
+  if (b_written) Check(db->Put(nowal, hs[1], "x", "2"), "put");
   Check(db->DropColumnFamily(hs[1]), "drop");
+  Check(db->DestroyColumnFamilyHandle(hs[1]), "destroy handle");
   Die();
-});
+}
+Register r4("dropped_family_life",
+            [](const std::string& d) { DroppedFamilyLife(d, true); });
+Register r8("empty_family_dropped_life",
+            [](const std::string& d) { DroppedFamilyLife(d, false); });
 
 // flintkv::OpenDB: a Merge in the pool, a kill.
 Register r6("merge_crash", [](const std::string& d) {
@@ -144,6 +153,17 @@ Register r7("family_after_copy_life", [](const std::string& d) {
   Check(db->CreateColumnFamily(o, "c", &c), "create");
   Check(db->Put(nowal, c, "x", "1"), "put");
   Check(db->Put(nowal, "d", "2"), "put");
+  Die();
+});
+
+// Plain factory, families "default" and "b": a WAL-less write to
+// "default" only, a kill ("b"'s memtable is empty).
+Register r9("one_family_written_life", [](const std::string& d) {
+  std::vector<rocksdb::ColumnFamilyHandle*> hs;
+  rocksdb::DB* db = OpenPlainTwoFamilies(d, &hs);
+  rocksdb::WriteOptions nowal;
+  nowal.disableWAL = true;
+  Check(db->Put(nowal, hs[0], "d", "1"), "put");
   Die();
 });
 
@@ -188,6 +208,24 @@ class LineageTest : public test::ScenarioTest {
       return rocksdb::Status::IOError("could not put the DB back");
     }
     return s;
+  }
+  // The copy at dir_/ckpt, recovered in the DB's place, is refused naming
+  // "older than the pool" and `why`; the DB itself then recovers and, if
+  // `want` is given, holds d = want.
+  void ExpectCopyRefusedThenDbRecovers(const std::string& what,
+                                       const std::string& why,
+                                       const std::string& want) {
+    rocksdb::Status s = RecoverCopyInstead(dir_ + "/ckpt");
+    ASSERT_FALSE(s.ok()) << what;
+    EXPECT_TRUE(Has(s, "older than the pool")) << s.ToString();
+    EXPECT_TRUE(Has(s, why)) << s.ToString();
+    s = RecoverDB(BaseOptions(), DbDir(dir_), {}, Ro(dir_), nullptr);
+    ASSERT_TRUE(s.ok()) << s.ToString();
+    if (want.empty()) return;
+    rocksdb::DB* db = nullptr;
+    ASSERT_TRUE(rocksdb::DB::Open(BaseOptions(), DbDir(dir_), &db).ok());
+    EXPECT_EQ(Get(db, "d"), want);
+    delete db;
   }
 };
 
@@ -297,16 +335,8 @@ TEST_F(LineageTest, CopyOlderThanAFlushOfItsLifeRefused) {
 // the DB that dropped it recovers, the family's lists discarded.
 TEST_F(LineageTest, CopyOlderThanAFamilyDropRefused) {
   ASSERT_NO_FATAL_FAILURE(RunChild("dropped_family_life", dir_));
-  rocksdb::Status s = RecoverCopyInstead(dir_ + "/ckpt");
-  ASSERT_FALSE(s.ok()) << "replayed into a copy older than the drop";
-  EXPECT_TRUE(Has(s, "older than the pool")) << s.ToString();
-  EXPECT_TRUE(Has(s, "dropped")) << s.ToString();
-  s = RecoverDB(BaseOptions(), DbDir(dir_), {}, Ro(dir_), nullptr);
-  ASSERT_TRUE(s.ok()) << s.ToString();
-  rocksdb::DB* db = nullptr;
-  ASSERT_TRUE(rocksdb::DB::Open(BaseOptions(), DbDir(dir_), &db).ok());
-  EXPECT_EQ(Get(db, "d"), "2");
-  delete db;
+  ExpectCopyRefusedThenDbRecovers("replayed into a copy older than the drop",
+                                  "dropped", "2");
 }
 
 // The pool's lists recovered into the DB, then an image of the pool taken
@@ -340,6 +370,42 @@ TEST_F(LineageTest, OlderPoolImageWithoutTheRecordIsRefused) {
                              "x,y");
 }
 
+// The same when the dropped family's memtable was empty (the checkpoint
+// flushed it): the drop left no list with entries, so no mark survived,
+// and "d"=2 was replayed over a copy that still has "b". The marked empty
+// list stays as the drop's evidence (S9): refused, naming the family.
+TEST_F(LineageTest, CopyOlderThanADropOfAnEmptyFamilyRefused) {
+  ASSERT_NO_FATAL_FAILURE(RunChild("empty_family_dropped_life", dir_));
+  PoolSummary ps;
+  ASSERT_TRUE(InspectPool(PoolDir(dir_), &ps).ok());
+  int marked = 0;
+  for (const ListSummary& l : ps.lists) {
+    marked += l.family_dropped && l.entries == 0 && l.column_family_id == 1;
+  }
+  EXPECT_EQ(marked, 1) << "the drop's evidence";
+  ExpectCopyRefusedThenDbRecovers("replayed into a copy older than the drop",
+                                  "dropped", "2");
+}
+
+// A killed life's empty lists (its families without unflushed writes)
+// stayed in the pool for good, one more set at every crash. Once their
+// life's leftovers are recovered they hold nothing of use: dropped.
+TEST_F(LineageTest, EmptyListsOfARecoveredLifeAreDropped) {
+  ASSERT_NO_FATAL_FAILURE(RunChild("one_family_written_life", dir_));
+  PoolSummary before;
+  ASSERT_TRUE(InspectPool(PoolDir(dir_), &before).ok());
+  ASSERT_EQ(before.lists.size(), 2u);  // "default"'s, and "b"'s empty one
+  rocksdb::Status s =
+      RecoverDB(BaseOptions(), DbDir(dir_), {}, Ro(dir_), nullptr);
+  ASSERT_TRUE(s.ok()) << s.ToString();
+  PoolSummary after;
+  ASSERT_TRUE(InspectPool(PoolDir(dir_), &after).ok());
+  for (const ListSummary& l : after.lists) {
+    ADD_FAILURE() << "list " << l.list_id << " of column family "
+                  << l.column_family_id << " left in the pool";
+  }
+}
+
 // A copy taken before its life made a column family, restored after the
 // crash: the new family's lists were discarded as a dropped family's and
 // the others replayed over the copy, a state that never was (d=2 without
@@ -347,12 +413,8 @@ TEST_F(LineageTest, OlderPoolImageWithoutTheRecordIsRefused) {
 // would have marked it) means the DB is older than the family: refused.
 TEST_F(LineageTest, CopyOlderThanAFamilyRefused) {
   ASSERT_NO_FATAL_FAILURE(RunChild("family_after_copy_life", dir_));
-  rocksdb::Status s = RecoverCopyInstead(dir_ + "/ckpt");
-  ASSERT_FALSE(s.ok()) << "replayed over a copy older than a family";
-  EXPECT_TRUE(Has(s, "older than the pool")) << s.ToString();
-  EXPECT_TRUE(Has(s, "lacks column family")) << s.ToString();
-  s = RecoverDB(BaseOptions(), DbDir(dir_), {}, Ro(dir_), nullptr);
-  ASSERT_TRUE(s.ok()) << s.ToString();
+  ExpectCopyRefusedThenDbRecovers("replayed over a copy older than a family",
+                                  "lacks column family", "");
 }
 
 }  // namespace
