@@ -924,6 +924,49 @@ Status PoolSession::Claim(const DbBinding& b, bool wrapper) {
         "drop them and their writes: " +
         DiscardHintLocked(leftovers_));
   }
+  // S10: a copy of the DB at another path (a checkpoint, a backup restored
+  // elsewhere, `cp -a`) carries the same OPTIONS file, and on RocksDB 9.x
+  // the same DB id, as the DB that wrote the lists; while that DB is still
+  // where its life recorded it (db_location.h), recovering the copy would
+  // take its unflushed writes from it.
+  std::map<uint64_t, std::string> elsewhere;  // life -> its DB's directory
+  for (uint64_t id : own) {
+    const MemtableMeta* m = meta[id];
+    if (accepted(m) || elsewhere.count(m->incarnation)) continue;
+    std::string there;
+    for (const std::string& dir :
+         RecordedDbLocations(pool_dir_, m->incarnation)) {
+      if (SamePath(dir, b.db_path)) {
+        there.clear();
+        break;
+      }
+      if (!FileExists(dir + "/CURRENT")) continue;
+      const DbBinding o = ReadDbBinding(dir);
+      if ((o.options_flintkv && o.incarnation == m->incarnation) ||
+          (o.db_id_hash != 0 && o.db_id_hash == b.db_id_hash)) {
+        there = dir;
+      }
+    }
+    if (!there.empty()) elsewhere[m->incarnation] = there;
+  }
+  if (!elsewhere.empty()) {
+    const auto& [inc, dir] = *elsewhere.begin();
+    return Status::InvalidArgument(
+        "flintkv: pool " + path + " holds unflushed memtables of life " +
+        Hex(inc) + " of the DB at " + dir + ", which still exists there, " +
+        "and " + b.db_path +
+        " is a copy of it (a checkpoint, or a backup or copy put elsewhere: "
+        "the same OPTIONS file" +
+        (b.db_id_hash != 0 ? " and DB id" : "") +
+        "). Nothing was changed. Recover them into that DB: flintkv_tool "
+        "recover --db=" +
+        dir + " --pool_dir=" + pool_dir_ +
+        " (or open it with flintkv::OpenDB). Open the copy with its own "
+        "pool_dir. If " +
+        b.db_path + " replaces " + dir + " (moved), remove or rename " + dir +
+        " first, or claim them for this copy anyway: --accept_incarnation=" +
+        Hex(inc) + " (RecoveryOptions::accept_incarnation)");
+  }
   claimed_ = true;
   claim_thread_ = std::this_thread::get_id();
   claim_wrapper_ = wrapper;

@@ -105,6 +105,11 @@
 //     like their other lists (a DB lacking the family of one, or having
 //     the dropped family of a marked one, is older than that life). An
 //     ended life's empty lists are dropped once it has no leftover left.
+//  S10 a claim is refused, changing nothing, when a claimed list's life
+//     recorded its DB at another directory (db_location.h) that still
+//     holds that DB (its latest OPTIONS file names the life, or its
+//     IDENTITY is the claimant's): the claimant is a copy (a checkpoint,
+//     a backup restored elsewhere) and the lists are the other DB's.
 // Thread safety: every member is thread-safe (one mutex; none is on the
 // write path: memtable creation and destruction only).
 // Persistence: list stamps are written with the list (Pool::CreateList is

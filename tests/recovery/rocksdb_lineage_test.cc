@@ -406,6 +406,39 @@ TEST_F(LineageTest, EmptyListsOfARecoveredLifeAreDropped) {
   }
 }
 
+// A checkpoint of a crashed DB opened at its own path, with the DB's pool
+// (the same config), while the DB is still where it was: it claimed and
+// replayed the DB's unflushed writes (its OPTIONS file names their life),
+// and the DB then opened without them. The life recorded its DB's
+// directory (S10): refused, naming that DB; the DB itself recovers them.
+TEST_F(LineageTest, CheckpointRecoveredBesideItsDbRefused) {
+  ASSERT_NO_FATAL_FAILURE(RunChild("lineage_life1", dir_));
+  rocksdb::Status s =
+      RecoverDB(BaseOptions(), dir_ + "/ckpt", {}, Ro(dir_), nullptr);
+  ASSERT_FALSE(s.ok()) << "the checkpoint took its DB's unflushed writes";
+  EXPECT_TRUE(Has(s, "still exists")) << s.ToString();
+  EXPECT_TRUE(Has(s, "flintkv_tool recover --db=" + DbDir(dir_)))
+      << s.ToString();
+  rocksdb::DB* db = OpenWrapper(dir_, &s);
+  ASSERT_NE(db, nullptr) << s.ToString();
+  EXPECT_EQ(Get(db, "a"), "1,2");
+  delete db;
+}
+
+// The same DB moved (its old directory gone) is still the DB that wrote
+// the lists: recovered at its new path.
+TEST_F(LineageTest, MovedDbRecoversAtItsNewPath) {
+  ASSERT_NO_FATAL_FAILURE(RunChild("lineage_life1", dir_));
+  const std::string moved = dir_ + "/moved";
+  ASSERT_EQ(std::system(("mv " + DbDir(dir_) + " " + moved).c_str()), 0);
+  rocksdb::Status s = RecoverDB(BaseOptions(), moved, {}, Ro(dir_), nullptr);
+  ASSERT_TRUE(s.ok()) << s.ToString();
+  rocksdb::DB* db = nullptr;
+  ASSERT_TRUE(rocksdb::DB::Open(BaseOptions(), moved, &db).ok());
+  EXPECT_EQ(Get(db, "a"), "1,2");
+  delete db;
+}
+
 // A copy taken before its life made a column family, restored after the
 // crash: the new family's lists were discarded as a dropped family's and
 // the others replayed over the copy, a state that never was (d=2 without
