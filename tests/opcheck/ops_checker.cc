@@ -26,6 +26,11 @@
 //    dropped, leaving the DB as it is; and lists whose life made nothing
 //    durable after the copy was taken may complete it, giving exactly
 //    every acknowledged write of that life;
+//  - a checkpoint, backup or copy opened at a path of its own with the
+//    DB's pool, the DB still in place, opens as the image it is (taking
+//    nothing from the pool unless the DB's directory holds it all), or is
+//    refused with a remedy named; if the DB's directory no longer holds
+//    the state the lists extend, the copy may be completed by them;
 //  - anything else (a reverted key, a lost or doubled Merge, an open that
 //    silently drops lists) is a finding, printed with seed and step.
 // After an allowed refusal the checker takes the remedy an operator
@@ -279,8 +284,13 @@ class Checker {
   void Measure(const std::string& dir, State* out);
   void MeasureDir() { Measure(db_, &dir_); }
   bool RestoreBackup(const Image& im, const std::string& dir);
+  // A measured image, at random (nullptr: none yet).
+  const Image* PickImage();
+  // Image im, made a DB directory at dir (a backup restored, else copied).
+  bool PutImage(const Image& im, const std::string& dir);
   void Discard();
   void Restore();
+  void OpenCopy();
   void SaveDirCopy();
   void SavePool();
   void RestorePool();
@@ -406,6 +416,25 @@ flintkv::RecoveryOptions Ro(const std::string& pool_dir) {
 std::string OneLine(std::string s) {
   for (char& c : s)
     if (c == '\n') c = ' ';
+  return s;
+}
+
+// Opens the DB at path as a life does: flintkv::OpenDB (wrapper), or
+// DB::Open and, when that asks for a recovery (and `recover`), RecoverDB
+// then DB::Open again (the refusal reported as "R\t...").
+rocksdb::Status OpenAsLife(
+    FILE* out, bool wrapper, bool recover, const rocksdb::Options& o,
+    const std::string& path, const std::string& pool,
+    const std::vector<rocksdb::ColumnFamilyDescriptor>& cfds,
+    std::vector<rocksdb::ColumnFamilyHandle*>* hs, rocksdb::DB** db) {
+  flintkv::RecoveryReport rep;
+  if (wrapper) return flintkv::OpenDB(o, path, cfds, hs, db, Ro(pool), &rep);
+  rocksdb::Status s = rocksdb::DB::Open(o, path, cfds, hs, db);
+  if (!s.ok() && s.ToString().find("recover") != std::string::npos && recover) {
+    std::fprintf(out, "R\t%s\n", OneLine(s.ToString()).c_str());
+    s = flintkv::RecoverDB(o, path, cfds, Ro(pool), &rep);
+    if (s.ok()) s = rocksdb::DB::Open(o, path, cfds, hs, db);
+  }
   return s;
 }
 
@@ -745,20 +774,9 @@ void Checker::Life(const LifePlan& p) {
         if (p.two_pools) cfds[2].options.memtable_factory = Factory(pool2_);
         std::vector<rocksdb::ColumnFamilyHandle*> hs;
         rocksdb::DB* db = nullptr;
-        rocksdb::Status s;
-        if (p.mode == Mode::kWrapper) {
-          flintkv::RecoveryReport rep;
-          s = flintkv::OpenDB(o, db_, cfds, &hs, &db, Ro(pool_), &rep);
-        } else {
-          s = rocksdb::DB::Open(o, db_, cfds, &hs, &db);
-          if (!s.ok() && s.ToString().find("recover") != std::string::npos &&
-              !p.two_pools) {
-            std::fprintf(out, "R\t%s\n", OneLine(s.ToString()).c_str());
-            flintkv::RecoveryReport rep;
-            s = flintkv::RecoverDB(o, db_, cfds, Ro(pool_), &rep);
-            if (s.ok()) s = rocksdb::DB::Open(o, db_, cfds, &hs, &db);
-          }
-        }
+        rocksdb::Status s =
+            OpenAsLife(out, p.mode == Mode::kWrapper, !p.two_pools, o, db_,
+                       pool_, cfds, &hs, &db);
         if (!s.ok()) {
           std::fprintf(out, "X\t%s\n", OneLine(s.ToString()).c_str());
           return;
@@ -1067,19 +1085,26 @@ void Checker::SaveDirCopy() {
   Note("copied the DB directory to " + im.path);
 }
 
-void Checker::Restore() {
+const Image* Checker::PickImage() {
   std::vector<int> usable;
   for (size_t i = 0; i < images_.size(); i++) {
     if (images_[i].measured) usable.push_back(static_cast<int>(i));
   }
-  if (usable.empty()) return;
-  const Image& im = images_[usable[R(usable.size())]];
+  return usable.empty() ? nullptr : &images_[usable[R(usable.size())]];
+}
+
+bool Checker::PutImage(const Image& im, const std::string& dir) {
+  if (im.kind == "backup") return RestoreBackup(im, dir);
+  Sh("cp -a " + im.path + " " + dir);
+  return true;
+}
+
+void Checker::Restore() {
+  const Image* pick = PickImage();
+  if (!pick) return;
+  const Image& im = *pick;
   Sh("rm -rf " + db_);
-  if (im.kind == "backup") {
-    if (!RestoreBackup(im, db_)) return;
-  } else {
-    Sh("cp -a " + im.path + " " + db_);
-  }
+  if (!PutImage(im, db_)) return;
   counts[std::string("restore_") + im.kind]++;
   Note("restored the DB from " + im.kind + " " + im.path +
        (im.backup_id ? " #" + std::to_string(im.backup_id) : ""));
@@ -1087,6 +1112,85 @@ void Checker::Restore() {
   acked_ = im.state;
   absorbed_ = im.absorbed;
   touched_ = true;
+}
+
+// A checkpoint, backup or directory copy opened at a path of its own with
+// the DB's pool (the same config), the DB still where it was; then closed.
+// The copy must not take the DB's unflushed writes: it is refused, or it
+// opens as the image it is (the pool's lists dropped only if the DB's own
+// directory holds every acknowledged write: its WAL has them, S5), or,
+// when the lists do not extend the DB's directory any more (it was
+// restored or replaced), the copy is completed by them.
+void Checker::OpenCopy() {
+  const Image* pick = PickImage();
+  if (!pick) return;
+  const Image& im = *pick;
+  const bool wrapper = On("wrapper") && (!On("plain") || Chance(50));
+  const std::string other = root_ + "/other";
+  Sh("rm -rf " + other);
+  if (!PutImage(im, other)) return;
+  counts["copy_opens"]++;
+  const std::string desc = "opened " + im.kind + " " + im.path + " at " +
+                           other + " with the DB's pool (" +
+                           (wrapper ? "OpenDB" : "plain") + ")";
+  ChildResult r = RunChild([&](FILE* out) {
+    rocksdb::Options o = BaseOptions();
+    if (!wrapper) o.memtable_factory = Factory(pool_);
+    std::vector<rocksdb::ColumnFamilyHandle*> hs;
+    rocksdb::DB* db = nullptr;
+    rocksdb::Status s =
+        OpenAsLife(out, wrapper, true, o, other, pool_, Cfds(o), &hs, &db);
+    if (!s.ok()) {
+      std::fprintf(out, "X\t%s\n", OneLine(s.ToString()).c_str());
+      return;
+    }
+    Dump(out, db, hs);
+    for (auto* h : hs) db->DestroyColumnFamilyHandle(h);
+    s = db->Close();
+    delete db;
+    if (!s.ok()) std::fprintf(out, "E\tclose: %s\n", s.ToString().c_str());
+  });
+  Sh("rm -rf " + other);
+  std::string refusal, err;
+  for (const std::string& l : r.lines) {
+    if (l.rfind("X\t", 0) == 0) refusal = l.substr(2);
+  }
+  const State got = ParseDump(r.lines, &err);
+  const PoolModel& pm = pool_model_;
+  if (r.exit_code != 0 || !err.empty()) {
+    Finding(desc + ": failed (exit " + std::to_string(r.exit_code) + ") " +
+            err);
+    return;
+  }
+  if (!refusal.empty()) {
+    Note(desc + ": refused: " + refusal);
+    counts["copy_opens_refused"]++;
+    if (!pm.lists) {
+      Finding(desc + ": refused with no lists in the pool: " + refusal);
+    } else if (refusal.find("flintkv_tool") == std::string::npos &&
+               refusal.find("RecoveryOptions") == std::string::npos) {
+      Finding(desc + ": a refusal names no way forward: " + refusal);
+    }
+    return;  // nothing changed
+  }
+  Note(desc);
+  const bool extends = pm.base == dir_;
+  const bool as_image = got == im.state && (!pm.lists || pm.base == pm.full);
+  const bool completed = pm.lists && !extends &&
+                         (got == pm.full || (pm.has_alt && got == pm.alt_full));
+  if (!as_image && !completed) {
+    Finding(desc + ": the copy holds" + got.Diff(im.state) +
+            (pm.lists
+                 ? std::string(" (the pool held the DB's lists") +
+                       (extends ? ", which extend the DB's directory)" : ")")
+                 : std::string()) +
+            (pm.lists && got == pm.full ? " [it holds the pool's state]" : ""));
+    return;
+  }
+  if (completed) counts["copies_completed_elsewhere"]++;
+  // Opened: whatever the pool held of the DB is gone (replayed into the
+  // copy, or dropped as in the DB's WAL); the copy's life closed cleanly.
+  pool_model_ = PoolModel();
 }
 
 void Checker::SavePool() {
@@ -1163,8 +1267,10 @@ int Checker::Run() {
       RestorePool();
     } else if (r < 96 && On("record")) {
       DeleteRecord();
-    } else if (On("destroy")) {
+    } else if (r < 98 && On("destroy")) {
       Destroy();
+    } else if (r >= 98 && On("copy_open") && pool_exists) {
+      OpenCopy();
     }
   }
   if (opt_.keep) return finding_ ? 1 : 0;
