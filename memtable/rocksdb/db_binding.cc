@@ -81,6 +81,7 @@ DbBinding ReadDbBinding(const std::string& db_path) {
       if (f->GetOption(co, "family", &v).ok()) {
         b.family = std::strtoull(v.c_str(), nullptr, 10);
       }
+      if (f->GetOption(co, "pool_dir", &v).ok()) b.pool_dir = v;
       if (f->GetOption(co, "recovered_upto", &v).ok()) {
         b.recovered_upto = std::strtoull(v.c_str(), nullptr, 10);
       }

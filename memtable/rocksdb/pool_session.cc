@@ -927,8 +927,9 @@ Status PoolSession::Claim(const DbBinding& b, bool wrapper) {
   // S10: a copy of the DB at another path (a checkpoint, a backup restored
   // elsewhere, `cp -a`) carries the same OPTIONS file, and on RocksDB 9.x
   // the same DB id, as the DB that wrote the lists; while that DB is still
-  // where its life recorded it (db_location.h), recovering the copy would
-  // take its unflushed writes from it.
+  // where its life recorded it (db_location.h), on this pool, recovering
+  // the copy would take its unflushed writes from it. (A pool copied with
+  // the DB leaves the other DB its own pool: its OPTIONS file names that.)
   std::map<uint64_t, std::string> elsewhere;  // life -> its DB's directory
   for (uint64_t id : own) {
     const MemtableMeta* m = meta[id];
@@ -942,8 +943,9 @@ Status PoolSession::Claim(const DbBinding& b, bool wrapper) {
       }
       if (!FileExists(dir + "/CURRENT")) continue;
       const DbBinding o = ReadDbBinding(dir);
-      if ((o.options_flintkv && o.incarnation == m->incarnation) ||
-          (o.db_id_hash != 0 && o.db_id_hash == b.db_id_hash)) {
+      if (o.options_flintkv && SamePath(o.pool_dir, pool_dir_) &&
+          (o.incarnation == m->incarnation ||
+           (o.db_id_hash != 0 && o.db_id_hash == b.db_id_hash))) {
         there = dir;
       }
     }

@@ -107,9 +107,11 @@
 //     ended life's empty lists are dropped once it has no leftover left.
 //  S10 a claim is refused, changing nothing, when a claimed list's life
 //     recorded its DB at another directory (db_location.h) that still
-//     holds that DB (its latest OPTIONS file names the life, or its
-//     IDENTITY is the claimant's): the claimant is a copy (a checkpoint,
-//     a backup restored elsewhere) and the lists are the other DB's.
+//     holds that DB on this pool (its latest OPTIONS file names this
+//     pool_dir, and the life or the claimant's IDENTITY): the claimant is
+//     a copy (a checkpoint, a backup restored elsewhere) and the lists are
+//     the other DB's. A DB copied or moved with a copy of its pool (the
+//     other DB's OPTIONS file names another pool_dir) is not refused.
 // Thread safety: every member is thread-safe (one mutex; none is on the
 // write path: memtable creation and destruction only).
 // Persistence: list stamps are written with the list (Pool::CreateList is
@@ -169,6 +171,7 @@ struct DbBinding {
   uint64_t incarnation = 0;   // recorded there (0: before incarnations)
   uint64_t family = 0;
   uint64_t recovered_upto = 0;  // S8 (0: none recorded)
+  std::string pool_dir;         // the factory's there (S10)
   uint64_t db_id_hash = 0;      // of the DB's IDENTITY (0: none)
   // Overrides (RecoveryOptions): replay although the DB was opened without
   // FlintKV since; claim the lists of this incarnation or family as well.

@@ -30,7 +30,8 @@
 //    DB's pool, the DB still in place, opens as the image it is (taking
 //    nothing from the pool unless the DB's directory holds it all), or is
 //    refused with a remedy named; if the DB's directory no longer holds
-//    the state the lists extend, the copy may be completed by them;
+//    the state the lists extend, the copy may be completed by them; the
+//    DB and its pool copied together recover as the DB itself would;
 //  - anything else (a reverted key, a lost or doubled Merge, an open that
 //    silently drops lists) is a finding, printed with seed and step.
 // After an allowed refusal the checker takes the remedy an operator
@@ -1121,25 +1122,36 @@ void Checker::Restore() {
 // directory holds every acknowledged write: its WAL has them, S5), or,
 // when the lists do not extend the DB's directory any more (it was
 // restored or replaced), the copy is completed by them.
+// Or (a pair) the DB directory and its pool copied together to paths of
+// their own, the originals kept: the copy recovers as the DB itself would.
 void Checker::OpenCopy() {
-  const Image* pick = PickImage();
-  if (!pick) return;
-  const Image& im = *pick;
+  const bool pair = Chance(30);
+  const Image* im = pair ? nullptr : PickImage();
+  if (!pair && !im) return;
+  if (pair && access(db_.c_str(), F_OK) != 0) return;
   const bool wrapper = On("wrapper") && (!On("plain") || Chance(50));
-  const std::string other = root_ + "/other";
-  Sh("rm -rf " + other);
-  if (!PutImage(im, other)) return;
-  counts["copy_opens"]++;
-  const std::string desc = "opened " + im.kind + " " + im.path + " at " +
-                           other + " with the DB's pool (" +
-                           (wrapper ? "OpenDB" : "plain") + ")";
+  const std::string other = root_ + "/other", other_pool = root_ + "/opool";
+  const std::string pool = pair ? other_pool : pool_;
+  Sh("rm -rf " + other + " " + other_pool);
+  if (pair) {
+    Sh("cp -a " + db_ + " " + other + " && cp -a " + pool_ + " " + pool);
+  } else if (!PutImage(*im, other)) {
+    return;
+  }
+  counts[pair ? "pair_copy_opens" : "copy_opens"]++;
+  const std::string desc =
+      "opened " +
+      (pair ? "a copy of the DB and its pool, at " + other + " and " + pool
+            : im->kind + " " + im->path + " at " + other +
+                  " with the DB's pool") +
+      " (" + (wrapper ? "OpenDB" : "plain") + ")";
   ChildResult r = RunChild([&](FILE* out) {
     rocksdb::Options o = BaseOptions();
-    if (!wrapper) o.memtable_factory = Factory(pool_);
+    if (!wrapper) o.memtable_factory = Factory(pool);
     std::vector<rocksdb::ColumnFamilyHandle*> hs;
     rocksdb::DB* db = nullptr;
     rocksdb::Status s =
-        OpenAsLife(out, wrapper, true, o, other, pool_, Cfds(o), &hs, &db);
+        OpenAsLife(out, wrapper, true, o, other, pool, Cfds(o), &hs, &db);
     if (!s.ok()) {
       std::fprintf(out, "X\t%s\n", OneLine(s.ToString()).c_str());
       return;
@@ -1150,13 +1162,14 @@ void Checker::OpenCopy() {
     delete db;
     if (!s.ok()) std::fprintf(out, "E\tclose: %s\n", s.ToString().c_str());
   });
-  Sh("rm -rf " + other);
+  Sh("rm -rf " + other + " " + other_pool);
   std::string refusal, err;
   for (const std::string& l : r.lines) {
     if (l.rfind("X\t", 0) == 0) refusal = l.substr(2);
   }
   const State got = ParseDump(r.lines, &err);
   const PoolModel& pm = pool_model_;
+  const bool extends = pm.base == dir_;
   if (r.exit_code != 0 || !err.empty()) {
     Finding(desc + ": failed (exit " + std::to_string(r.exit_code) + ") " +
             err);
@@ -1164,9 +1177,12 @@ void Checker::OpenCopy() {
   }
   if (!refusal.empty()) {
     Note(desc + ": refused: " + refusal);
-    counts["copy_opens_refused"]++;
+    counts[pair ? "pair_copy_opens_refused" : "copy_opens_refused"]++;
     if (!pm.lists) {
       Finding(desc + ": refused with no lists in the pool: " + refusal);
+    } else if (pair && extends && !touched_) {
+      Finding(desc + ": dead end: the copy of a DB with the pool whose " +
+              "lists extend exactly its state was refused: " + refusal);
     } else if (refusal.find("flintkv_tool") == std::string::npos &&
                refusal.find("RecoveryOptions") == std::string::npos) {
       Finding(desc + ": a refusal names no way forward: " + refusal);
@@ -1174,12 +1190,21 @@ void Checker::OpenCopy() {
     return;  // nothing changed
   }
   Note(desc);
-  const bool extends = pm.base == dir_;
-  const bool as_image = got == im.state && (!pm.lists || pm.base == pm.full);
-  const bool completed = pm.lists && !extends &&
-                         (got == pm.full || (pm.has_alt && got == pm.alt_full));
-  if (!as_image && !completed) {
-    Finding(desc + ": the copy holds" + got.Diff(im.state) +
+  const bool full =
+      pm.lists && (got == pm.full || (pm.has_alt && got == pm.alt_full));
+  bool ok;
+  const State& want = pair ? dir_ : im->state;
+  if (pair) {
+    // As the DB's own open: every acknowledged write where the lists
+    // extend its state; else also the directory's state (lists dropped).
+    ok = !pm.lists ? got == dir_
+                   : full || ((!extends || touched_) && got == dir_);
+  } else {
+    const bool as_image = got == im->state && (!pm.lists || pm.base == pm.full);
+    ok = as_image || (!extends && full);
+  }
+  if (!ok) {
+    Finding(desc + ": the copy holds" + got.Diff(want) +
             (pm.lists
                  ? std::string(" (the pool held the DB's lists") +
                        (extends ? ", which extend the DB's directory)" : ")")
@@ -1187,7 +1212,8 @@ void Checker::OpenCopy() {
             (pm.lists && got == pm.full ? " [it holds the pool's state]" : ""));
     return;
   }
-  if (completed) counts["copies_completed_elsewhere"]++;
+  if (pair) return;  // the DB's own pool is as it was
+  if (full) counts["copies_completed_elsewhere"]++;
   // Opened: whatever the pool held of the DB is gone (replayed into the
   // copy, or dropped as in the DB's WAL); the copy's life closed cleanly.
   pool_model_ = PoolModel();
