@@ -17,6 +17,12 @@ for f in include/flintkv/rocksdb_memtable.h include/flintkv/recovery.h \
          lib/pkgconfig/flintkv.pc bin/flintkv_tool; do
   [ -e "$T/prefix/$f" ] || { echo "check_install: FAIL: $f not installed"; exit 1; }
 done
+# The generated version header is installed and says the package's version.
+want=$(sed -n 's/^set(PACKAGE_VERSION "\(.*\)")$/\1/p' \
+  "$T/prefix/lib/cmake/flintkv/flintkvConfigVersion.cmake")
+grep -q "^#define FLINTKV_VERSION_STRING \"$want\"\$" \
+  "$T/prefix/include/flintkv/version.h" ||
+  { echo "check_install: FAIL: version.h does not say $want"; exit 1; }
 echo "== find_package(flintkv)"
 cmake -S "$ROOT/tests/infra/install_consumer" -B "$T/cmake-build" \
   -DCMAKE_PREFIX_PATH="$T/prefix" >"$T/configure.log" ||

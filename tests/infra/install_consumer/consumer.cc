@@ -8,6 +8,7 @@
 
 #include "flintkv/recovery.h"
 #include "flintkv/rocksdb_memtable.h"
+#include "flintkv/version.h"
 #include "rocksdb/db.h"
 
 int main(int argc, char** argv) {
@@ -46,6 +47,7 @@ int main(int argc, char** argv) {
     rocksdb::Options plain;  // recovery sets the factory itself
     s = flintkv::RecoverDB(plain, dir + "/db", {}, ro, nullptr);
   }
-  std::printf("consumer: %s\n", s.ok() ? "ok" : s.ToString().c_str());
+  std::printf("consumer: %s (FlintKV %s)\n",
+              s.ok() ? "ok" : s.ToString().c_str(), FLINTKV_VERSION_STRING);
   return s.ok() ? 0 : 1;
 }
