@@ -33,6 +33,7 @@
 #include <string>
 #include <vector>
 
+#include "flintkv/export.h"
 #include "rocksdb/comparator.h"
 #include "rocksdb/db.h"
 #include "rocksdb/options.h"
@@ -86,7 +87,7 @@ struct RecoveryOptions {
   bool allow_older_db = false;
 };
 
-struct RecoveryReport {
+struct FLINTKV_EXPORT RecoveryReport {
   uint64_t lists_found = 0;  // leftover memtable lists in the pool
   uint64_t lists_replayed = 0;
   uint64_t lists_checked = 0;         // replayed with per-key presence checks
@@ -131,7 +132,7 @@ struct RecoveryReport {
 // Ingests the replayed data as SST files (or writes it), flushes all column
 // families, then frees the replayed lists. Uses the directory
 // <db>/flintkv_recovery for its SST files and removes it.
-rocksdb::Status RecoverInto(
+FLINTKV_EXPORT rocksdb::Status RecoverInto(
     rocksdb::DB* db, const std::vector<rocksdb::ColumnFamilyHandle*>& handles,
     const RecoveryOptions& options, RecoveryReport* report);
 
@@ -146,20 +147,19 @@ rocksdb::Status RecoverInto(
 // is that thread's; another thread's open on the pool is refused until
 // RecoverInto or EndRecovery). EndRecovery undoes a claim whose DB::Open
 // failed.
-rocksdb::Status BeginRecovery(const std::string& db_path,
-                              const RecoveryOptions& options);
-void EndRecovery(const std::string& pool_dir);
+FLINTKV_EXPORT rocksdb::Status BeginRecovery(const std::string& db_path,
+                                             const RecoveryOptions& options);
+FLINTKV_EXPORT void EndRecovery(const std::string& pool_dir);
 
 // Offline recovery: opens the DB at db_path with every column family listed
 // in cfs (empty: all of the DB's, with db_options' column family options),
 // sets the flintkv factory on pool_dir for each, replays (RecoverInto),
 // closes.
 // Afterwards the DB is readable without the plugin (stock ldb, db_bench).
-rocksdb::Status RecoverDB(const rocksdb::Options& db_options,
-                          const std::string& db_path,
-                          std::vector<rocksdb::ColumnFamilyDescriptor> cfs,
-                          const RecoveryOptions& options,
-                          RecoveryReport* report);
+FLINTKV_EXPORT rocksdb::Status RecoverDB(
+    const rocksdb::Options& db_options, const std::string& db_path,
+    std::vector<rocksdb::ColumnFamilyDescriptor> cfs,
+    const RecoveryOptions& options, RecoveryReport* report);
 
 // Opens the DB with the flintkv factory on options.pool_dir for every column
 // family (overriding memtable_factory), recovers leftovers, and returns a
@@ -174,12 +174,11 @@ rocksdb::Status RecoverDB(const rocksdb::Options& db_options,
 // written) if the pool has no room for it even with every memtable flushed
 // (the wrapper flushes first when that makes room). Every write to this DB
 // must go through the wrapper.
-rocksdb::Status OpenDB(const rocksdb::DBOptions& db_options,
-                       const std::string& name,
-                       const std::vector<rocksdb::ColumnFamilyDescriptor>& cfs,
-                       std::vector<rocksdb::ColumnFamilyHandle*>* handles,
-                       rocksdb::DB** db, const RecoveryOptions& options,
-                       RecoveryReport* report = nullptr);
+FLINTKV_EXPORT rocksdb::Status OpenDB(
+    const rocksdb::DBOptions& db_options, const std::string& name,
+    const std::vector<rocksdb::ColumnFamilyDescriptor>& cfs,
+    std::vector<rocksdb::ColumnFamilyHandle*>* handles, rocksdb::DB** db,
+    const RecoveryOptions& options, RecoveryReport* report = nullptr);
 
 // What one pool holds (flintkv_tool inspect / verify).
 struct ListSummary {
@@ -228,16 +227,17 @@ struct InspectOptions {
 // number `inspect` and the refusals print), or all with 0. *dropped lists what
 // was (or, with dry_run, would be) dropped. NotFound if pool_dir holds no pool;
 // Busy if a DB of this or another process has it open.
-rocksdb::Status DiscardLeftovers(const std::string& pool_dir,
-                                 uint64_t incarnation, bool dry_run,
-                                 std::vector<std::string>* dropped);
+FLINTKV_EXPORT rocksdb::Status DiscardLeftovers(
+    const std::string& pool_dir, uint64_t incarnation, bool dry_run,
+    std::vector<std::string>* dropped);
 
 // Opens the pool read-mostly (opening frees lists retired before a crash,
 // and corrects a list state word with one flipped bit) and walks every list
 // with the validated walker. A structural problem is reported in
 // ListSummary::error and makes the status Corruption, as do a state word
 // the open corrected and a damaged root word (W, R).
-rocksdb::Status InspectPool(const std::string& pool_dir, PoolSummary* out,
-                            const InspectOptions& options = InspectOptions());
+FLINTKV_EXPORT rocksdb::Status InspectPool(
+    const std::string& pool_dir, PoolSummary* out,
+    const InspectOptions& options = InspectOptions());
 
 }  // namespace flintkv

@@ -25,6 +25,7 @@
 #include <memory>
 #include <string>
 
+#include "flintkv/export.h"
 #include "rocksdb/memtablerep.h"
 #include "rocksdb/status.h"
 
@@ -57,12 +58,13 @@ struct MemTableOptions {
 
 // Opens (or creates) the pool and returns a factory. Errors: bad options,
 // an unusable or corrupt pool file.
-rocksdb::Status NewMemTableRepFactory(
+FLINTKV_EXPORT rocksdb::Status NewMemTableRepFactory(
     const MemTableOptions& options,
     std::shared_ptr<rocksdb::MemTableRepFactory>* factory);
 
 // Registers "flintkv" with a RocksDB ObjectLibrary. Called automatically for
 // ObjectLibrary::Default() when libflintkv_rocksdb.so is loaded.
-int RegisterFlintKV(rocksdb::ObjectLibrary& library, const std::string& arg);
+FLINTKV_EXPORT int RegisterFlintKV(rocksdb::ObjectLibrary& library,
+                                   const std::string& arg);
 
 }  // namespace flintkv

@@ -8,9 +8,11 @@
 #include <string>
 #include <utility>
 
+#include "flintkv/export.h"
+
 namespace flintkv {
 
-class Status {
+class FLINTKV_EXPORT Status {
  public:
   enum class Code {
     kOk = 0,

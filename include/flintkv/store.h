@@ -35,6 +35,7 @@
 #include <string_view>
 #include <vector>
 
+#include "flintkv/export.h"
 #include "flintkv/options.h"
 #include "flintkv/status.h"
 
@@ -42,7 +43,7 @@ namespace flintkv {
 
 // An ordered list of puts and deletes applied atomically by Store::Write.
 // When a key appears more than once, the last operation on it wins.
-class WriteBatch {
+class FLINTKV_EXPORT WriteBatch {
  public:
   void Put(std::string_view key, std::string_view value);
   void Delete(std::string_view key);
@@ -66,7 +67,7 @@ class WriteBatch {
 // bare version number protects nothing. Versions keep increasing across a
 // reopen (the GC never collects the newest version), except the versions
 // of weak writes that a crash dropped, which are handed out again.
-class Snapshot {
+class FLINTKV_EXPORT Snapshot {
  public:
   explicit Snapshot(uint64_t version) : version_(version) {}
   virtual ~Snapshot() = default;
@@ -76,7 +77,7 @@ class Snapshot {
   uint64_t version_;
 };
 
-class Iterator {
+class FLINTKV_EXPORT Iterator {
  public:
   virtual ~Iterator() = default;
   virtual bool Valid() const = 0;
@@ -111,7 +112,7 @@ struct StoreStats {
   uint64_t pmem_bytes_free = 0;  // of pmem_bytes_reserved, free for reuse
 };
 
-class Store {
+class FLINTKV_EXPORT Store {
  public:
   // Opens (or creates, per options.pool) the store in the pool file.
   // A foreign, truncated or corrupt file yields a non-OK Status.

@@ -364,8 +364,9 @@ const int kRegistered = RegisterFlintKV(*rocksdb::ObjectLibrary::Default(), "");
 
 }  // namespace flintkv
 
-// RocksDB's plugin build (ROCKSDB_PLUGINS) calls this by name.
-extern "C" int flintkv_register(rocksdb::ObjectLibrary& library,
-                                const std::string& arg) {
+// RocksDB's plugin build (ROCKSDB_PLUGINS) calls this by name; exported
+// from libflintkv_rocksdb.so for a host that looks the registrar up.
+extern "C" FLINTKV_EXPORT int flintkv_register(rocksdb::ObjectLibrary& library,
+                                               const std::string& arg) {
   return flintkv::RegisterFlintKV(library, arg);
 }

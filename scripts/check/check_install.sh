@@ -2,7 +2,8 @@
 # Installs a FlintKV build into a scratch prefix and builds a user's project
 # against it the two ways users do: CMake find_package(flintkv)
 # (tests/infra/install_consumer) and pkg-config (flintkv.pc); runs both, and the
-# installed flintkv_tool.
+# installed flintkv_tool. Checks the installed plugin's soname and that it
+# exports only the public API (scripts/check/check_exports.sh).
 #   scripts/check/check_install.sh BUILD_DIR
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
@@ -14,9 +15,15 @@ cmake --install "$BUILD" --prefix "$T/prefix" >"$T/install.log"
 for f in include/flintkv/rocksdb_memtable.h include/flintkv/recovery.h \
          lib/libflintkv.a lib/libflintkv_rocksdb_memtable.a \
          lib/libflintkv_recovery.a lib/cmake/flintkv/flintkvConfig.cmake \
-         lib/pkgconfig/flintkv.pc bin/flintkv_tool; do
+         lib/pkgconfig/flintkv.pc bin/flintkv_tool \
+         lib/libflintkv_rocksdb.so lib/libflintkv_rocksdb.so.0; do
   [ -e "$T/prefix/$f" ] || { echo "check_install: FAIL: $f not installed"; exit 1; }
 done
+echo "== the installed plugin: soname, exported symbols"
+readelf -d "$T/prefix/lib/libflintkv_rocksdb.so" |
+  grep -q 'SONAME.*\[libflintkv_rocksdb\.so\.0\]' ||
+  { echo "check_install: FAIL: libflintkv_rocksdb.so has no soname .so.0"; exit 1; }
+"$ROOT/scripts/check/check_exports.sh" "$T/prefix/lib/libflintkv_rocksdb.so"
 # The generated version header is installed and says the package's version.
 want=$(sed -n 's/^set(PACKAGE_VERSION "\(.*\)")$/\1/p' \
   "$T/prefix/lib/cmake/flintkv/flintkvConfigVersion.cmake")
