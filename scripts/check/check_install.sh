@@ -2,7 +2,8 @@
 # Installs a FlintKV build into a scratch prefix and builds a user's project
 # against it the two ways users do: CMake find_package(flintkv)
 # (tests/infra/install_consumer) and pkg-config (flintkv.pc); runs both, and the
-# installed flintkv_tool. Checks the installed plugin's soname and that it
+# installed flintkv_tool. The same project also adds the source tree with
+# add_subdirectory (in BUILD_DIR/check_install_subdir) and runs. Checks the installed plugin's soname and that it
 # exports only the public API (scripts/check/check_exports.sh).
 #   scripts/check/check_install.sh BUILD_DIR
 set -euo pipefail
@@ -42,6 +43,18 @@ PKG_CONFIG_PATH="$T/prefix/lib/pkgconfig" \
   c++ -std=c++17 "$ROOT/tests/infra/install_consumer/consumer.cc" -o "$T/pc-consumer" \
   $(PKG_CONFIG_PATH="$T/prefix/lib/pkgconfig" pkg-config --cflags --libs flintkv)
 "$T/pc-consumer" "$DATA/pc"
+echo "== add_subdirectory(FlintKV), the parent's own Release flags"
+# In the build directory (incremental, ccache paths under the tree), only
+# what the consumer links.
+SUB=$BUILD/check_install_subdir
+LAUNCHER=$(sed -n 's/^CMAKE_CXX_COMPILER_LAUNCHER:[A-Z]*=//p' "$BUILD/CMakeCache.txt")
+cmake -S "$ROOT/tests/infra/install_consumer" -B "$SUB" -DFLINTKV_SOURCE_DIR="$ROOT" \
+  -DCMAKE_BUILD_TYPE=Release -DCMAKE_CXX_FLAGS_RELEASE="-O2 -DNDEBUG" \
+  ${LAUNCHER:+-DCMAKE_CXX_COMPILER_LAUNCHER="$LAUNCHER"} >"$T/sub-configure.log" ||
+  { cat "$T/sub-configure.log"; exit 1; }
+cmake --build "$SUB" --target consumer -j"${JOBS:-2}" >"$T/sub-build.log" 2>&1 ||
+  { cat "$T/sub-build.log"; exit 1; }
+"$SUB/consumer" "$DATA/subdir"
 echo "== installed flintkv_tool"
 "$T/prefix/bin/flintkv_tool" --help >/dev/null
 echo "check_install: ok"
