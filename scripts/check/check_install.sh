@@ -2,9 +2,11 @@
 # Installs a FlintKV build into a scratch prefix and builds a user's project
 # against it the two ways users do: CMake find_package(flintkv)
 # (tests/infra/install_consumer) and pkg-config (flintkv.pc); runs both, and the
-# installed flintkv_tool. The same project also adds the source tree with
-# add_subdirectory (in BUILD_DIR/check_install_subdir) and runs. Checks the installed plugin's soname and that it
-# exports only the public API (scripts/check/check_exports.sh).
+# installed flintkv_tool. Checks the installed plugin's soname and that it
+# exports only the public API (scripts/check/check_exports.sh). The same
+# project also adds the source tree with add_subdirectory (in
+# BUILD_DIR/check_install_subdir). Last, the Debian package is built,
+# installed, used and removed (scripts/check/check_deb.sh).
 #   scripts/check/check_install.sh BUILD_DIR
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
@@ -57,4 +59,6 @@ cmake --build "$SUB" --target consumer -j"${JOBS:-2}" >"$T/sub-build.log" 2>&1 |
 "$SUB/consumer" "$DATA/subdir"
 echo "== installed flintkv_tool"
 "$T/prefix/bin/flintkv_tool" --help >/dev/null
+echo "== the Debian package: apt-get install, use, remove"
+"$ROOT/scripts/check/check_deb.sh" "$BUILD"
 echo "check_install: ok"
