@@ -277,11 +277,13 @@ rocksdb::Status RefuseOlderDb(
             ", which the life that wrote list " + std::to_string(l->list_id) +
             " dropped";
     } else if (!rocks::FamilyDropped(*m) && !rocks::ReplayPending(*m) &&
-               !cf_by_id.count(m->column_family_id)) {
+               !cf_by_id.count(m->column_family_id) && l->head.next != 0) {
       // A family its life dropped marked the list (S7); an unmarked list of
       // a family the DB lacks was written to a family made after the DB's
       // state (or dropped by a crash between the drop and its OPTIONS
-      // file, the one false refusal).
+      // file, the one false refusal). Not an empty list (S9): that crash
+      // leaves every dropped family's empty list unmarked, and a family
+      // made after a copy with nothing written to it changes no key.
       why = "it lacks column family id " + std::to_string(m->column_family_id) +
             ", which list " + std::to_string(l->list_id) +
             " was written to and which its life did not drop";

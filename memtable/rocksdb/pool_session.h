@@ -101,10 +101,12 @@
 //  S9 a life's empty lists are evidence too: the list of a family that
 //     S7 marked dropped stays in the pool when its memtable goes, even
 //     empty (a checkpoint or backup flushed it just before the drop), and
-//     recovery checks the claimed lives' empty lists with S3 and S7's rules
-//     like their other lists (a DB lacking the family of one, or having
-//     the dropped family of a marked one, is older than that life). An
-//     ended life's empty lists are dropped once it has no leftover left.
+//     recovery checks the claimed lives' empty lists with the floor (S3)
+//     and S7's rule like their other lists (a DB having the dropped family
+//     of a marked one is older than that life), but not with "lacks the
+//     family" (a kill between a drop and its OPTIONS file leaves an empty
+//     list unmarked). An ended life's empty lists are dropped once it has
+//     no leftover left.
 //  S10 a claim is refused, changing nothing, when a claimed list's life
 //     recorded its DB at another directory (db_location.h) that still
 //     holds that DB on this pool (its latest OPTIONS file names this

@@ -3,6 +3,7 @@
 // refused with a way forward. docs/identity_model.md lists them all.
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <cstdlib>
 #include <string>
 #include <vector>
@@ -10,6 +11,7 @@
 #include "flintkv/recovery.h"
 #include "flintkv/rocksdb_memtable.h"
 #include "rocksdb/db.h"
+#include "rocksdb/env.h"
 #include "rocksdb/utilities/checkpoint.h"
 #include "tests/recovery/rocksdb_scenario.h"
 
@@ -165,6 +167,42 @@ Register r9("one_family_written_life", [](const std::string& d) {
   nowal.disableWAL = true;
   Check(db->Put(nowal, hs[0], "d", "1"), "put");
   Die();
+});
+
+// Kills the process when RocksDB starts an OPTIONS file, once armed: the
+// window between a DropColumnFamily's MANIFEST edit and the OPTIONS file
+// that follows it (RocksDB opens the file before it serializes any
+// factory, so S7 has not marked the dropped family's list).
+std::atomic<bool> kill_at_options{false};
+class KillAtOptionsEnv : public rocksdb::EnvWrapper {
+ public:
+  KillAtOptionsEnv() : EnvWrapper(rocksdb::Env::Default()) {}
+  const char* Name() const override { return "KillAtOptionsEnv"; }
+  rocksdb::Status NewWritableFile(const std::string& f,
+                                  std::unique_ptr<rocksdb::WritableFile>* r,
+                                  const rocksdb::EnvOptions& o) override {
+    if (kill_at_options && f.find("OPTIONS-") != std::string::npos) Die();
+    return EnvWrapper::NewWritableFile(f, r, o);
+  }
+};
+
+// Plain factory, families "default" and "b": a WAL-less write to
+// "default" only, then "b" dropped, killed inside the drop.
+Register r10("drop_killed_before_options", [](const std::string& d) {
+  static KillAtOptionsEnv env;
+  rocksdb::Options o = PlainOptions(d);
+  o.create_missing_column_families = true;
+  o.env = &env;
+  std::vector<rocksdb::ColumnFamilyHandle*> hs;
+  rocksdb::DB* db = nullptr;
+  Check(rocksdb::DB::Open(o, DbDir(d), {{"default", o}, {"b", o}}, &hs, &db),
+        "open");
+  rocksdb::WriteOptions nowal;
+  nowal.disableWAL = true;
+  Check(db->Put(nowal, hs[0], "d", "1"), "put");
+  kill_at_options = true;
+  db->DropColumnFamily(hs[1]);
+  std::abort();  // not reached: killed inside
 });
 
 class LineageTest : public test::ScenarioTest {
@@ -385,6 +423,26 @@ TEST_F(LineageTest, CopyOlderThanADropOfAnEmptyFamilyRefused) {
   EXPECT_EQ(marked, 1) << "the drop's evidence";
   ExpectCopyRefusedThenDbRecovers("replayed into a copy older than the drop",
                                   "dropped", "2");
+}
+
+// A kill inside DropColumnFamily, after its MANIFEST edit and before its
+// OPTIONS file: the dropped family's empty list is unmarked, and the DB,
+// the one that wrote the lists, lacks its family. Empty lists are not
+// held to "lacks the family" (S9): recovered, not refused as older.
+TEST_F(LineageTest, KillInsideDropOfAnEmptyFamilyRecovers) {
+  ASSERT_NO_FATAL_FAILURE(RunChild("drop_killed_before_options", dir_));
+  std::vector<std::string> names;
+  ASSERT_TRUE(
+      rocksdb::DB::ListColumnFamilies(BaseOptions(), DbDir(dir_), &names).ok());
+  ASSERT_EQ(names.size(), 1u) << "the kill came before the drop's MANIFEST "
+                                 "edit: the case is not reached";
+  rocksdb::Status s =
+      RecoverDB(BaseOptions(), DbDir(dir_), {}, Ro(dir_), nullptr);
+  ASSERT_TRUE(s.ok()) << s.ToString();
+  rocksdb::DB* db = nullptr;
+  ASSERT_TRUE(rocksdb::DB::Open(BaseOptions(), DbDir(dir_), &db).ok());
+  EXPECT_EQ(Get(db, "d"), "1");
+  delete db;
 }
 
 // A killed life's empty lists (its families without unflushed writes)
