@@ -8,8 +8,15 @@
 #include <cstring>
 
 #include "memtable/coding.h"
+#include "memtable/rocksdb/rocksdb_version_gate.h"
 #include "pmem/layout.h"
 #include "rocksdb/slice.h"
+
+static_assert(FLINTKV_ROCKSDB_CHECKED,
+              "unchecked RocksDB version: check the memtable value types "
+              "(ValueType in db/dbformat.h) and the TimedPut value packing "
+              "(db/seqno_to_time_mapping.cc), then "
+              "memtable/rocksdb/rocksdb_version_gate.h");
 
 namespace flintkv {
 namespace rocks {
