@@ -1,7 +1,9 @@
 // flintkv_tool: recover / inspect / verify FlintKV pools of RocksDB DBs.
 //
 //   flintkv_tool recover --db=DIR --pool_dir=DIR [--watermark=auto|on|off]
-//                        [--allow_foreign_open] [--accept_incarnation=HEX]
+//                        [--quiet] [--allow_foreign_open]
+//                        [--accept_incarnation=HEX]
+//                        [--allow_wal_delete_range] [--allow_older_db]
 //   flintkv_tool inspect --pool_dir=DIR [--db=DIR | --comparator=NAME]
 //   flintkv_tool verify  --pool_dir=DIR [--db=DIR | --comparator=NAME]
 //   flintkv_tool discard --pool_dir=DIR [--incarnation=HEX] [--confirm]

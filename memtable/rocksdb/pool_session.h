@@ -209,8 +209,9 @@ class PoolSession : public std::enable_shared_from_this<PoolSession> {
   pmem::Pool* pool() const { return pool_.get(); }
   const SpaceRule& space() const { return space_; }
 
-  // ---- Diagnostics (for RocksDB's info log; the adapter never writes to
-  // stderr) ----
+  // ---- Diagnostics (for RocksDB's info log; the adapter writes to stderr
+  // only where RocksDB gave a memtable no Logger (space_wait.h) and when
+  // it is about to abort the process (flintkv_factory.cc)) ----
   // The pool's notices from its open (emulated PMEM, no pmempool), which
   // comes before any RocksDB Logger exists: returned once per Logger, for
   // the first memtable of each DB, empty otherwise; with them, once, what
