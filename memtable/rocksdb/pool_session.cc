@@ -237,14 +237,16 @@ void PoolSession::ScanLeftoversLocked() {
     }
   }
   for (pmem::ListRoot* l : pool_->Lists()) {
-    if (l->kind != pmem::kListMemtable || l->head.next != 0 ||
-        live_.count(l->list_id) || MetaOf(l)->magic != kMemtableMetaMagic ||
-        *MemtableListDamage(*l) != 0) {
-      continue;
-    }
+    if (!EndedEmptyListLocked(l)) continue;
     const uint64_t inc = MetaOf(l)->incarnation;
     if (!with_leftovers.count(inc) && !lives_.count(inc)) pool_->DropList(l);
   }
+}
+
+bool PoolSession::EndedEmptyListLocked(const pmem::ListRoot* l) const {
+  return l->kind == pmem::kListMemtable && l->head.next == 0 &&
+         !live_.count(l->list_id) && MetaOf(l)->magic == kMemtableMetaMagic &&
+         *MemtableListDamage(*l) == 0;
 }
 
 void PoolSession::ClearStaleWatermarkLocked() {
@@ -988,9 +990,7 @@ Status PoolSession::Claim(const DbBinding& b, bool wrapper) {
   // S9: the claimed lives' empty lists, for the identity checks.
   claimed_empty_.clear();
   for (pmem::ListRoot* l : pool_->Lists()) {
-    if (l->kind == pmem::kListMemtable && l->head.next == 0 &&
-        !live_.count(l->list_id) && MetaOf(l)->magic == kMemtableMetaMagic &&
-        *MemtableListDamage(*l) == 0 && lives.count(MetaOf(l)->incarnation)) {
+    if (EndedEmptyListLocked(l) && lives.count(MetaOf(l)->incarnation)) {
       claimed_empty_.insert(l->list_id);
     }
   }

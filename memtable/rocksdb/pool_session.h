@@ -352,6 +352,8 @@ class PoolSession : public std::enable_shared_from_this<PoolSession> {
   void RaiseFloorLocked(uint64_t incarnation, uint64_t seq);
   PoolSession() = default;
   void ScanLeftoversLocked();
+  // An empty memtable list no live memtable owns, its metadata intact (S9).
+  bool EndedEmptyListLocked(const pmem::ListRoot* l) const;
   // S5: drops every leftover if the WAL of their DB holds them all, else
   // none and says in *why_not what keeps them.
   void DropWalCoveredLocked(const OpenWal& wal, std::string* why_not);
