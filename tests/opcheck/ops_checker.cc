@@ -1200,7 +1200,11 @@ void Checker::OpenCopy() {
     ok = !pm.lists ? got == dir_
                    : full || ((!extends || touched_) && got == dir_);
   } else {
-    const bool as_image = got == im->state && (!pm.lists || pm.base == pm.full);
+    // The write in flight at a kill may be in the DB's directory already
+    // (its WAL, a flush): then the lists hold nothing it lacks either.
+    const bool as_image =
+        got == im->state && (!pm.lists || pm.base == pm.full ||
+                             (pm.has_alt && pm.base == pm.alt_full));
     ok = as_image || (!extends && full);
   }
   if (!ok) {
