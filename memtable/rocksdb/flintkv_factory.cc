@@ -1,4 +1,6 @@
 // The "flintkv" MemTableRepFactory: options, pool opening, registration.
+#include "memtable/rocksdb/flintkv_factory.h"
+
 #include <limits.h>
 #include <stdlib.h>
 
@@ -278,6 +280,13 @@ class FlintKVFactory : public rocksdb::MemTableRepFactory {
  public:
   bool CanHandleDuplicatedKey() const override { return true; }
 
+  void OnRangeTombstonesFlushed(uint64_t seq) const {
+    std::lock_guard<std::mutex> g(open_mu_);
+    if (pool_ && life_.incarnation != 0) {
+      pool_->OnListFlushed(life_.incarnation, seq);
+    }
+  }
+
   rocksdb::Status CheckValues(bool need_pool_dir = true) const {
     if (need_pool_dir && options_.pool_dir.empty()) {
       return rocksdb::Status::InvalidArgument(
@@ -328,6 +337,13 @@ class FlintKVFactory : public rocksdb::MemTableRepFactory {
 };
 
 }  // namespace
+
+void OnRangeTombstonesFlushed(const rocksdb::MemTableRepFactory& factory,
+                              uint64_t seq) {
+  const auto* f = factory.CheckedCast<FlintKVFactory>();
+  if (f) f->OnRangeTombstonesFlushed(seq);
+}
+
 }  // namespace rocks
 
 rocksdb::Status NewMemTableRepFactory(

@@ -1,0 +1,23 @@
+// What FlintKV's own wrapper (flintkv::OpenDB) tells the memtable factory
+// that RocksDB does not: the factory class itself stays in
+// flintkv_factory.cc. Thread safety: safe from any thread.
+#pragma once
+
+#include <cstdint>
+
+#include "rocksdb/memtablerep.h"
+
+namespace flintkv {
+namespace rocks {
+
+// A flush of `factory`'s memtables is durable (its MANIFEST edit written)
+// and made the DB's last sequence reach `seq`, though no memtable rep saw
+// an entry that new: a memtable holding only range tombstones, which
+// RocksDB keeps in a table of its own. Raises the flushed_floor of the
+// factory's life (pool_session.h, S3) as a flush of a rep would. No-op
+// for a factory that is not FlintKV's or has made no memtable yet.
+void OnRangeTombstonesFlushed(const rocksdb::MemTableRepFactory& factory,
+                              uint64_t seq);
+
+}  // namespace rocks
+}  // namespace flintkv
