@@ -14,6 +14,9 @@ namespace flintkv {
 // Extra cost added to every flushed cache line and every fence, to make an
 // emulated pool (tmpfs / DRAM) behave like Optane DCPMM. Zero means off.
 // See docs/latency_model.md for the published figures behind the preset.
+// Process-wide, not per pool: the persistence primitives that add the cost
+// know no pool, so the model of the last store or factory opened with one
+// enabled applies to every pool of the process. A measurement aid.
 struct LatencyModel {
   uint32_t ns_per_flushed_line = 0;
   uint32_t ns_per_fence = 0;
@@ -33,6 +36,8 @@ struct PoolOptions {
   bool error_if_exists = false;
   // PMEM is handed out to each writer thread in chunks of this size.
   uint64_t chunk_size = 4ull << 20;
+  // Enabled: sets the process-wide model at Open (see LatencyModel); a
+  // disabled one leaves whatever model the process has.
   LatencyModel latency;
   // Where one-line notices (e.g. "emulated PMEM", "pmempool not found") go;
   // none are given if empty (never to stderr: the host owns it).

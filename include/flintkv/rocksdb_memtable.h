@@ -44,7 +44,9 @@ struct MemTableOptions {
   uint64_t pool_size = 4ull << 30;
   // PMEM handed to one writer thread at a time.
   uint64_t chunk_size = 1ull << 20;
-  // "off" or "optane" (see docs/latency_model.md).
+  // "off" or "optane" (see docs/latency_model.md). "optane" sets the
+  // process-wide model (flintkv::LatencyModel): every pool of the process,
+  // not only this factory's, pays it from then on.
   std::string latency_model = "off";
   // Declares that every write to the DB is logged in RocksDB's WAL (no
   // WriteOptions::disableWAL). Then a memtable RocksDB closes unflushed is
