@@ -5,7 +5,8 @@
 # package, loads the installed plugin into stock db_bench, and removes the
 # package again (also on failure). Run by scripts/check/check_install.sh.
 # Installing needs root (or sudo without a password); without it, or when
-# a flintkv package is already installed, only the package is checked.
+# a flintkv package is already installed, only the package is checked and
+# the script exits 77 (ctest: skipped), never 0.
 #   scripts/check/check_deb.sh BUILD_DIR
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
@@ -50,16 +51,16 @@ for f in usr/lib/libflintkv_rocksdb.so.0 usr/lib/cmake/flintkv/flintkvConfig.cma
 done
 
 if [ ${#SUDO[@]} -gt 0 ] && ! sudo -n true 2>/dev/null; then
-  echo "check_deb: package ok; install skipped (needs root or sudo -n)"
-  exit 0
+  echo "check_deb: package ok; SKIPPED the install (needs root or sudo -n)"
+  exit 77
 fi
 # One run at a time on a machine: another one's remove would pull the
 # package from under this one.
 exec 9>"${TMPDIR:-/tmp}/flintkv_check_deb.lock"
 flock -w 600 9 || fail "another check_deb.sh holds the lock"
 if dpkg-query -W flintkv >/dev/null 2>&1; then
-  echo "check_deb: package ok; install skipped (dpkg knows a flintkv package here)"
-  exit 0
+  echo "check_deb: package ok; SKIPPED the install (dpkg knows a flintkv package here)"
+  exit 77
 fi
 INSTALLED=1
 "${SUDO[@]}" apt-get install -y -o DPkg::Lock::Timeout=120 "$DEB" \
