@@ -24,7 +24,7 @@
 #include <vector>
 
 #include "memtable/key_comparator.h"
-#include "pmem/sim_domain.h"
+#include "tests/crash/sim_domain.h"
 #include "tests/util/test_util.h"
 #include "tools/baselines/listdb_sync.h"
 #include "tools/baselines/pmem_rocksdb.h"

@@ -21,8 +21,8 @@
 #include "memtable/list_walk.h"
 #include "memtable/reclaim.h"
 #include "memtable/version_gc.h"
-#include "pmem/sim_domain.h"
 #include "tests/crash/crash_model.h"
+#include "tests/crash/sim_domain.h"
 #include "tests/util/node_builder.h"
 
 namespace flintkv {

@@ -2,7 +2,7 @@
 //
 // A campaign runs a deterministic workload of PUT / DELETE / WRITEBATCH on a
 // DurableSkipList<SimPersist> in a SimRegion, captures crash states at fences
-// (pmem/sim_domain.h), builds crash images (durable image + eviction
+// (tests/crash/sim_domain.h), builds crash images (durable image + eviction
 // subsets), recovers each image in a fresh list at a different address and
 // checks durable linearizability with CheckRecovered():
 //  - recovery succeeds, batch_mode is clear afterwards, and the persistent

@@ -31,8 +31,8 @@
 #include "memtable/durable_skiplist.h"
 #include "memtable/key_comparator.h"
 #include "memtable/list_walk.h"
-#include "pmem/sim_domain.h"
 #include "tests/crash/crash_campaign.h"
+#include "tests/crash/sim_domain.h"
 #include "tests/util/node_builder.h"
 #include "tests/util/test_util.h"
 

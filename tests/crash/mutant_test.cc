@@ -9,8 +9,8 @@
 #include <string>
 #include <tuple>
 
-#include "pmem/sim_domain.h"
 #include "tests/crash/crash_campaign.h"
+#include "tests/crash/sim_domain.h"
 #include "tests/util/test_util.h"
 
 namespace flintkv {

@@ -1,4 +1,4 @@
-#include "pmem/sim_domain.h"
+#include "tests/crash/sim_domain.h"
 
 #include <algorithm>
 #include <chrono>
