@@ -49,6 +49,31 @@ class PinnedSnapshot : public Snapshot {
   uint64_t pin_;
 };
 
+// A snapshot of a store without GC: nothing to pin.
+class VersionSnapshot : public Snapshot {
+ public:
+  explicit VersionSnapshot(uint64_t version) : Snapshot(version) {}
+};
+
+// An iterator that could not be made: never valid, says why.
+class ErrorIterator : public Iterator {
+ public:
+  explicit ErrorIterator(Status s) : status_(std::move(s)) {}
+  bool Valid() const override { return false; }
+  void SeekToFirst() override {}
+  void SeekToLast() override {}
+  void Seek(std::string_view) override {}
+  void SeekForPrev(std::string_view) override {}
+  void Next() override {}
+  void Prev() override {}
+  std::string_view key() const override { return {}; }
+  std::string_view value() const override { return {}; }
+  Status status() const override { return status_; }
+
+ private:
+  Status status_;
+};
+
 // A length-prefixed key built on the stack for short keys.
 class PrefixedKey {
  public:
@@ -104,6 +129,7 @@ class StoreIterator : public Iterator {
   std::string_view value() const override {
     return it_.Valid() ? UserValue(it_.node()) : std::string_view();
   }
+  Status status() const override { return Status::OK(); }
 
  private:
   List::Iterator it_;
@@ -224,9 +250,10 @@ class StoreImpl : public Store {
     return list_->InsertBatch(nodes.data(), nodes.size(), wo.sync);
   }
 
-  Status Get(std::string_view key, std::string* value,
-             const Snapshot* snapshot) override {
+  Status Get(const ReadOptions& ro, std::string_view key,
+             std::string* value) override {
     if (!list_) return Status::InvalidArgument("store is closed");
+    const Snapshot* snapshot = ro.snapshot;
     std::optional<Reclaimer::Guard> guard;
     if (rec_) guard.emplace(rec_.get(), snapshot == nullptr);
     uint64_t vv = snapshot ? snapshot->version()
@@ -242,14 +269,20 @@ class StoreImpl : public Store {
 
   std::unique_ptr<Snapshot> GetSnapshot() override {
     if (!list_ || !rec_) {
-      return std::make_unique<Snapshot>(list_ ? list_->VisibleVersion() : 0);
+      return std::make_unique<VersionSnapshot>(list_ ? list_->VisibleVersion()
+                                                     : 0);
     }
     uint64_t v;
     uint64_t pin = rec_->AddPin(Reclaimer::kCurrent, false, &v);
     return std::make_unique<PinnedSnapshot>(v, rec_, pin);
   }
 
-  std::unique_ptr<Iterator> NewIterator(const Snapshot* snapshot) override {
+  std::unique_ptr<Iterator> NewIterator(const ReadOptions& ro) override {
+    if (!list_) {
+      return std::make_unique<ErrorIterator>(
+          Status::InvalidArgument("store is closed"));
+    }
+    const Snapshot* snapshot = ro.snapshot;
     if (!rec_) {
       uint64_t vv = snapshot ? snapshot->version() : list_->VisibleVersion();
       return std::make_unique<StoreIterator>(list_.get(), vv, nullptr, 0);

@@ -82,6 +82,19 @@ struct StoreOptions {
   DurabilityOptions durability;
 };
 
+class Snapshot;
+
+// Per-read options of the standalone store (Store::Get, Store::NewIterator).
+// The store has no block cache and its nodes carry no checksums, so unlike
+// RocksDB's ReadOptions there are no fill or verify flags; new fields can
+// be added without changing a signature.
+struct ReadOptions {
+  // Read as of this snapshot (one Store::GetSnapshot returned, still
+  // alive); null: the latest (an iterator takes its own snapshot at
+  // creation).
+  const Snapshot* snapshot = nullptr;
+};
+
 // Per-write options of the standalone store.
 struct WriteOptions {
   // true: the write is durable when it returns (durable linearizability).

@@ -61,17 +61,20 @@ class FLINTKV_EXPORT WriteBatch {
   std::vector<Op> ops_;
 };
 
-// A point in time. Cheap: a version number, registered with the GC while
-// the handle lives (its versions are not collected); destroying it
-// releases them. Use snapshots from Store::GetSnapshot: one built from a
-// bare version number protects nothing. Versions keep increasing across a
-// reopen (the GC never collects the newest version), except the versions
+// A point in time, made by Store::GetSnapshot. Cheap: a version number,
+// registered with the GC while the handle lives (its versions are not
+// collected); destroying it releases them. Versions keep increasing across
+// a reopen (the GC never collects the newest version), except the versions
 // of weak writes that a crash dropped, which are handed out again.
 class FLINTKV_EXPORT Snapshot {
  public:
-  explicit Snapshot(uint64_t version) : version_(version) {}
   virtual ~Snapshot() = default;
   uint64_t version() const { return version_; }
+
+ protected:
+  // Only the store makes snapshots: one built from a bare version number
+  // would protect nothing from the GC.
+  explicit Snapshot(uint64_t version) : version_(version) {}
 
  private:
   uint64_t version_;
@@ -90,6 +93,9 @@ class FLINTKV_EXPORT Iterator {
   // Valid only while Valid() and until the next move; points into the pool.
   virtual std::string_view key() const = 0;
   virtual std::string_view value() const = 0;
+  // Not OK if the iterator could not be made (a closed store): it is then
+  // never Valid(). Check it when Valid() turns false.
+  virtual Status status() const = 0;
 };
 
 struct StoreStats {
@@ -134,13 +140,17 @@ class FLINTKV_EXPORT Store {
   // Barrier for weak writes: when it returns OK, every write that returned
   // before the call is durable. Cheap when nothing is pending.
   virtual Status Persist() = 0;
-  // NotFound if absent or deleted. snapshot may be null (latest).
-  virtual Status Get(std::string_view key, std::string* value,
-                     const Snapshot* snapshot = nullptr) = 0;
+  // NotFound if absent or deleted (as of options.snapshot, else latest).
+  virtual Status Get(const ReadOptions& options, std::string_view key,
+                     std::string* value) = 0;
+  Status Get(std::string_view key, std::string* value) {
+    return Get(ReadOptions(), key, value);
+  }
   virtual std::unique_ptr<Snapshot> GetSnapshot() = 0;
-  // snapshot may be null: the iterator then takes its own snapshot now.
-  virtual std::unique_ptr<Iterator> NewIterator(
-      const Snapshot* snapshot = nullptr) = 0;
+  // Iterates as of options.snapshot, else as of its own snapshot, taken
+  // now. Never null; on a closed store status() says so.
+  virtual std::unique_ptr<Iterator> NewIterator(const ReadOptions& options) = 0;
+  std::unique_ptr<Iterator> NewIterator() { return NewIterator(ReadOptions()); }
   virtual StoreStats GetStats() = 0;
   // Runs one full GC pass now (also while the background thread runs) and
   // frees what no reader holds. InvalidArgument if StoreOptions::gc is off.

@@ -124,7 +124,7 @@ TEST_P(GcConcurrencyTest, ReadersWritersIteratorsSnapshots) {
   th.emplace_back([&] {
     while (writers_done.load() < kWriters && failures.load() == 0) {
       auto snap = store->GetSnapshot();
-      auto it = store->NewIterator(snap.get());
+      auto it = store->NewIterator(ReadOptions{snap.get()});
       std::vector<std::pair<std::string, std::string>> first;
       for (it->SeekToFirst(); it->Valid(); it->Next()) {
         first.emplace_back(std::string(it->key()), std::string(it->value()));
@@ -144,7 +144,7 @@ TEST_P(GcConcurrencyTest, ReadersWritersIteratorsSnapshots) {
       }
       for (size_t j = 0; j < first.size(); j += 37) {
         std::string v;
-        if (!store->Get(first[j].first, &v, snap.get()).ok() ||
+        if (!store->Get(ReadOptions{snap.get()}, first[j].first, &v).ok() ||
             v != first[j].second) {
           fail(3, "snapshot Get changed at " + first[j].first);
           return;

@@ -31,7 +31,7 @@ class GcTest : public ::testing::Test {
   }
   std::string Get(const std::string& k, const Snapshot* s = nullptr) {
     std::string v;
-    Status st = store_->Get(k, &v, s);
+    Status st = store_->Get(ReadOptions{s}, k, &v);
     return st.ok() ? v : st.IsNotFound() ? "<none>" : st.ToString();
   }
   void Gc() { ASSERT_TRUE(store_->GarbageCollect().ok()); }

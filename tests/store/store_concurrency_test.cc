@@ -223,7 +223,8 @@ class ConcurrencyTest : public ::testing::TestWithParam<int> {
         std::vector<std::pair<std::string, std::string>> kv;
         int missing = 0;
         for (int i = 0; i < kGroupSize; i++) {
-          Status s = store_->Get(GroupKey(group, i), &v, snap.get());
+          Status s =
+              store_->Get(ReadOptions{snap.get()}, GroupKey(group, i), &v);
           if (s.ok()) {
             kv.emplace_back(GroupKey(group, i), v);
           } else if (s.IsNotFound()) {
@@ -244,7 +245,8 @@ class ConcurrencyTest : public ::testing::TestWithParam<int> {
         int group = RandomGroup(&rng);
         std::string prefix = GroupPrefix(group);
         std::unique_ptr<Snapshot> snap = store_->GetSnapshot();
-        std::unique_ptr<Iterator> it = store_->NewIterator(snap.get());
+        std::unique_ptr<Iterator> it =
+            store_->NewIterator(ReadOptions{snap.get()});
         std::vector<std::pair<std::string, std::string>> fwd, bwd;
         for (it->Seek(prefix);
              it->Valid() && it->key().substr(0, prefix.size()) == prefix;
@@ -254,7 +256,8 @@ class ConcurrencyTest : public ::testing::TestWithParam<int> {
         // Interleave another writer-visible change: the iterator must not
         // move off its snapshot. Use a fresh iterator on the same snapshot
         // for the backward scan.
-        std::unique_ptr<Iterator> it2 = store_->NewIterator(snap.get());
+        std::unique_ptr<Iterator> it2 =
+            store_->NewIterator(ReadOptions{snap.get()});
         std::string end = prefix;
         end.back() = '/' + 1;  // first string after every "g<group>/..."
         for (it2->SeekForPrev(end);
@@ -285,7 +288,8 @@ class ConcurrencyTest : public ::testing::TestWithParam<int> {
         // (c) full scans over one snapshot (implicit snapshot of the
         // forward iterator reused for the backward one).
         std::unique_ptr<Snapshot> snap = store_->GetSnapshot();
-        std::unique_ptr<Iterator> it = store_->NewIterator(snap.get());
+        std::unique_ptr<Iterator> it =
+            store_->NewIterator(ReadOptions{snap.get()});
         std::vector<std::pair<std::string, std::string>> fwd, bwd;
         for (it->SeekToFirst(); it->Valid(); it->Next()) {
           if (!fwd.empty() && !(fwd.back().first < it->key())) {

@@ -13,6 +13,7 @@
 #include <memory>
 #include <random>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include "flintkv/store.h"
@@ -418,8 +419,20 @@ TEST(StoreErrorTest, OperationsAfterClose) {
   b.Put("a", "b");
   EXPECT_FALSE(store->Write(b).ok());
   EXPECT_FALSE(store->Get("k", &v).ok());
+  // An iterator of a closed store (it used to dereference the freed list):
+  // never valid, its status says why.
+  std::unique_ptr<Iterator> it = store->NewIterator();
+  ASSERT_NE(it, nullptr);
+  it->SeekToFirst();
+  EXPECT_FALSE(it->Valid());
+  EXPECT_TRUE(it->status().IsInvalidArgument()) << it->status().ToString();
   EXPECT_TRUE(store->Close().ok());  // idempotent
 }
+
+// Only the store makes snapshots: one from a bare version would pin
+// nothing for the GC.
+static_assert(!std::is_constructible<Snapshot, uint64_t>::value,
+              "Snapshot must not be constructible from a version");
 
 }  // namespace
 }  // namespace flintkv

@@ -36,7 +36,7 @@ inline void ExpectIterAt(Iterator* it, const Model& m,
 // Full forward and backward scans must reproduce the model exactly.
 inline void CheckScans(Store* store, const Snapshot* snap, const Model& m,
                        const std::string& where) {
-  std::unique_ptr<Iterator> it = store->NewIterator(snap);
+  std::unique_ptr<Iterator> it = store->NewIterator(ReadOptions{snap});
   it->SeekToFirst();
   for (auto mit = m.begin(); mit != m.end(); ++mit) {
     ASSERT_TRUE(it->Valid())
@@ -63,7 +63,7 @@ inline void CheckScans(Store* store, const Snapshot* snap, const Model& m,
 inline void CheckSeeks(Store* store, const Snapshot* snap, const Model& m,
                        const std::vector<std::string>& targets,
                        std::mt19937_64* rng, const std::string& where) {
-  std::unique_ptr<Iterator> it = store->NewIterator(snap);
+  std::unique_ptr<Iterator> it = store->NewIterator(ReadOptions{snap});
   for (int round = 0; round < 8; round++) {
     const std::string& t = targets[(*rng)() % targets.size()];
     Model::const_iterator mit;
@@ -115,7 +115,7 @@ inline void CheckGets(Store* store, const Snapshot* snap, const Model& m,
                       const std::string& where) {
   std::string v;
   for (const std::string& k : keys) {
-    Status s = store->Get(k, &v, snap);
+    Status s = store->Get(ReadOptions{snap}, k, &v);
     auto mit = m.find(k);
     if (mit == m.end()) {
       EXPECT_TRUE(s.IsNotFound())

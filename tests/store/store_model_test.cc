@@ -357,7 +357,7 @@ TEST_F(StoreBasicTest, SnapshotSeesThePast) {
   ASSERT_TRUE(store_->Put("a", "a2").ok());
   ASSERT_TRUE(store_->Delete("b").ok());
   ASSERT_TRUE(store_->Put("c", "c2").ok());
-  std::unique_ptr<Iterator> old_it = store_->NewIterator(s1.get());
+  std::unique_ptr<Iterator> old_it = store_->NewIterator(ReadOptions{s1.get()});
   std::unique_ptr<Iterator> implicit = store_->NewIterator();  // snapshot now
   WriteBatch wb;
   wb.Put("a", "a3");
@@ -365,11 +365,11 @@ TEST_F(StoreBasicTest, SnapshotSeesThePast) {
   ASSERT_TRUE(store_->Write(wb).ok());
 
   std::string v;
-  ASSERT_TRUE(store_->Get("a", &v, s1.get()).ok());
+  ASSERT_TRUE(store_->Get(ReadOptions{s1.get()}, "a", &v).ok());
   EXPECT_EQ(v, "a1");
-  ASSERT_TRUE(store_->Get("b", &v, s1.get()).ok());
+  ASSERT_TRUE(store_->Get(ReadOptions{s1.get()}, "b", &v).ok());
   EXPECT_EQ(v, "b1");
-  EXPECT_TRUE(store_->Get("c", &v, s1.get()).IsNotFound());
+  EXPECT_TRUE(store_->Get(ReadOptions{s1.get()}, "c", &v).IsNotFound());
   ASSERT_TRUE(store_->Get("a", &v).ok());
   EXPECT_EQ(v, "a3");
 
