@@ -197,6 +197,115 @@ std::string PoolHolder(const std::string& path) {
   return "";
 }
 
+// A list's summary before its walk: its words, meta and chunks.
+ListSummary ListHeader(const pmem::Pool& pool, const pmem::ListRoot* l,
+                       const std::set<uint64_t>& left,
+                       std::vector<memtable::ChunkRange>* chunks) {
+  ListSummary ls;
+  ls.list_id = l->list_id;
+  ls.kind = l->kind;
+  ls.state = pmem::StateOf(*l);
+  ls.batch_mode = l->batch_mode != 0;
+  ls.commit_version = l->commit_version;
+  ls.leftover = left.count(l->list_id) != 0;
+  if (l->kind == pmem::kListMemtable) {
+    const rocks::MemtableMeta* m = rocks::MetaOf(l);
+    if (m->magic != rocks::kMemtableMetaMagic) {
+      ls.error = "memtable list without a valid MemtableMeta";
+    } else if (*rocks::MemtableListDamage(*l)) {
+      ls.error = std::string("memtable metadata damaged: ") +
+                 rocks::MemtableListDamage(*l);
+    }
+    ls.column_family_id = m->column_family_id;
+    ls.created_micros = m->created_micros;
+    ls.incarnation = m->incarnation;
+    ls.family_dropped = rocks::FamilyDropped(*m);
+  }
+  for (const pmem::ChunkInfo& c : pool.ChunksOf(l->list_id)) {
+    chunks->push_back({c.offset, c.len});
+    ls.chunks++;
+    ls.chunk_bytes += c.len;
+  }
+  return ls;
+}
+
+// Walks list l with the validated walker (order checked with cmp, none
+// with nullptr), counting into *ls its entries and sequence range, and
+// checking each committed memtable entry.
+Status WalkSummary(const pmem::Pool& pool, pmem::ListRoot* l,
+                   const memtable::KeyComparator* cmp,
+                   std::vector<memtable::ChunkRange>* chunks, ListSummary* ls) {
+  const bool memtable = l->kind == pmem::kListMemtable;
+  bool first = true;
+  return memtable::WalkList(
+      pool, l, cmp, chunks,
+      [&](const pmem::NvmNode* n) {
+        if (n->version == pmem::kUncommittedVersion) {
+          ls->uncommitted++;
+          return memtable::WalkDecision::kKeep;
+        }
+        ls->entries++;
+        uint64_t seq = n->version;
+        if (memtable) {
+          uint32_t ikey_len;
+          const char* k = memtable::DecodeVarint32(
+              n->data(), n->data() + n->key_size, &ikey_len);
+          if (k && ikey_len >= 8) {
+            uint64_t packed;
+            std::memcpy(&packed, k + ikey_len - 8, 8);
+            seq = packed >> 8;
+          } else if (ls->error.empty()) {
+            ls->error = "memtable node without an internal key";
+          }
+        }
+        if (memtable && ls->error.empty() && replay::IsCommitted(l, n)) {
+          replay::Entry e;  // decodes, and its checksum matches
+          ls->error = replay::CheckEntry(pool, l, n, &e);
+        }
+        if (first || seq < ls->min_seq) ls->min_seq = seq;
+        if (first || seq > ls->max_seq) ls->max_seq = seq;
+        first = false;
+        return memtable::WalkDecision::kKeep;
+      },
+      [](uint64_t*) {});
+}
+
+// Summary of list l. assume_bytewise: no comparator was named.
+ListSummary InspectList(pmem::Pool* pool, pmem::ListRoot* l,
+                        const std::set<uint64_t>& left,
+                        const InspectOptions& options,
+                        const CfComparators& known, bool assume_bytewise) {
+  std::vector<memtable::ChunkRange> chunks;
+  ListSummary fresh = ListHeader(*pool, l, left, &chunks);
+  const bool memtable = l->kind == pmem::kListMemtable;
+  const rocksdb::Comparator* ucmp = rocksdb::BytewiseComparator();
+  if (memtable && !assume_bytewise) {
+    ucmp = UserComparator(options, known, fresh.column_family_id, &fresh.note);
+  }
+  InternalKeyCmp icmp(ucmp);
+  memtable::BytewiseKeyComparator bcmp;
+  const memtable::KeyComparator* cmp = &bcmp;
+  if (memtable) cmp = ucmp ? &icmp : nullptr;
+  ListSummary ls = fresh;
+  Status ws = WalkSummary(*pool, l, cmp, &chunks, &ls);
+  if (!ws.ok() && memtable && assume_bytewise) {
+    // Sorted by some other comparator, or broken: only a walk without
+    // the order check can tell, and it still checks everything else.
+    cmp = nullptr;
+    ls = fresh;  // a second walk starts over
+    ws = WalkSummary(*pool, l, cmp, &chunks, &ls);
+    ucmp = nullptr;
+    if (ws.ok()) {
+      ls.note =
+          "order not checked: comparator unknown (not bytewise-sorted; "
+          "name it with --db or --comparator)";
+    }
+  }
+  if (cmp) ls.comparator = memtable ? ucmp->Name() : "bytewise";
+  if (!ws.ok() && ls.error.empty()) ls.error = ws.message();
+  return ls;
+}
+
 }  // namespace
 
 rocksdb::Status InspectPool(const std::string& pool_dir, PoolSummary* out,
@@ -244,92 +353,8 @@ rocksdb::Status InspectPool(const std::string& pool_dir, PoolSummary* out,
   CfComparators known;
   if (!options.db.empty()) known = ComparatorsOf(options.db);
   for (pmem::ListRoot* l : pool->Lists()) {
-    ListSummary ls;
-    ls.list_id = l->list_id;
-    ls.kind = l->kind;
-    ls.state = pmem::StateOf(*l);
-    ls.batch_mode = l->batch_mode != 0;
-    ls.commit_version = l->commit_version;
-    ls.leftover = left.count(l->list_id) != 0;
-    bool memtable = l->kind == pmem::kListMemtable;
-    if (memtable) {
-      const rocks::MemtableMeta* m = rocks::MetaOf(l);
-      if (m->magic != rocks::kMemtableMetaMagic) {
-        ls.error = "memtable list without a valid MemtableMeta";
-      } else if (*rocks::MemtableListDamage(*l)) {
-        ls.error = std::string("memtable metadata damaged: ") +
-                   rocks::MemtableListDamage(*l);
-      }
-      ls.column_family_id = m->column_family_id;
-      ls.created_micros = m->created_micros;
-      ls.incarnation = m->incarnation;
-      ls.family_dropped = rocks::FamilyDropped(*m);
-    }
-    std::vector<memtable::ChunkRange> chunks;
-    for (const pmem::ChunkInfo& c : pool->ChunksOf(l->list_id)) {
-      chunks.push_back({c.offset, c.len});
-      ls.chunks++;
-      ls.chunk_bytes += c.len;
-    }
-    const rocksdb::Comparator* ucmp = rocksdb::BytewiseComparator();
-    if (memtable && !assume_bytewise) {
-      ucmp = UserComparator(options, known, ls.column_family_id, &ls.note);
-    }
-    InternalKeyCmp icmp(ucmp);
-    memtable::BytewiseKeyComparator bcmp;
-    const memtable::KeyComparator* cmp = &bcmp;
-    if (memtable) cmp = ucmp ? &icmp : nullptr;
-    ListSummary fresh = ls;
-    auto walk = [&] {
-      ls = fresh;  // a second walk starts over
-      bool first = true;
-      return memtable::WalkList(
-          *pool, l, cmp, &chunks,
-          [&](const pmem::NvmNode* n) {
-            if (n->version == pmem::kUncommittedVersion) {
-              ls.uncommitted++;
-              return memtable::WalkDecision::kKeep;
-            }
-            ls.entries++;
-            uint64_t seq = n->version;
-            if (memtable) {
-              uint32_t ikey_len;
-              const char* k = memtable::DecodeVarint32(
-                  n->data(), n->data() + n->key_size, &ikey_len);
-              if (k && ikey_len >= 8) {
-                uint64_t packed;
-                std::memcpy(&packed, k + ikey_len - 8, 8);
-                seq = packed >> 8;
-              } else if (ls.error.empty()) {
-                ls.error = "memtable node without an internal key";
-              }
-            }
-            if (memtable && ls.error.empty() && replay::IsCommitted(l, n)) {
-              replay::Entry e;  // decodes, and its checksum matches
-              ls.error = replay::CheckEntry(*pool, l, n, &e);
-            }
-            if (first || seq < ls.min_seq) ls.min_seq = seq;
-            if (first || seq > ls.max_seq) ls.max_seq = seq;
-            first = false;
-            return memtable::WalkDecision::kKeep;
-          },
-          [](uint64_t*) {});
-    };
-    Status ws = walk();
-    if (!ws.ok() && memtable && assume_bytewise) {
-      // Sorted by some other comparator, or broken: only a walk without
-      // the order check can tell, and it still checks everything else.
-      cmp = nullptr;
-      ws = walk();
-      ucmp = nullptr;
-      if (ws.ok()) {
-        ls.note =
-            "order not checked: comparator unknown (not bytewise-sorted; "
-            "name it with --db or --comparator)";
-      }
-    }
-    if (cmp) ls.comparator = memtable ? ucmp->Name() : "bytewise";
-    if (!ws.ok() && ls.error.empty()) ls.error = ws.message();
+    ListSummary ls =
+        InspectList(pool, l, left, options, known, assume_bytewise);
     if (!ls.error.empty() && first_error.empty()) {
       first_error =
           ls.error.rfind("list ", 0) == 0

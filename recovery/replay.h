@@ -1,5 +1,5 @@
 // Replaying one leftover memtable list into a RocksDB column family
-// (recovery/recovery.cc drives it; docs/rocksdb_recovery.md has the
+// (recovery/replay_driver.cc drives it; docs/rocksdb_recovery.md has the
 // argument).
 //
 // Entries arrive in the list's order (user key ascending, sequence

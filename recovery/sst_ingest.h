@@ -1,4 +1,4 @@
-// Recovery straight into SST files (recovery/recovery.cc drives it;
+// Recovery straight into SST files (recovery/replay_driver.cc drives it;
 // docs/rocksdb_recovery.md has the argument).
 //
 // The lists' replayers (recovery/replay.h) decide per key what must be

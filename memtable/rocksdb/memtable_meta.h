@@ -12,7 +12,7 @@ namespace rocks {
 
 constexpr uint64_t kMemtableMetaMagic = 0x314154454d544e46ull;  // "FNTMETA1"
 // MemtableMeta::recovery_state: a recovery found this list's data missing
-// from the SST files and will replay it (recovery/recovery.cc).
+// from the SST files and will replay it (recovery/triage.cc).
 constexpr uint32_t kReplayPending = 1;
 // MemtableMeta::recovery_state of a memtable created with a live life's
 // info Logger after its DB::Open finished, for a column family that life
