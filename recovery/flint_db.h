@@ -15,7 +15,10 @@
 // Tailing iterators publish after every positioning call.
 // DeleteRange: RocksDB keeps range tombstones outside the memtable rep, so
 // a write with a DeleteRange runs alone and returns only once a flush has
-// put it in SST files (see RangeDeleteWrite).
+// put it in SST files (WriteAdmission::RangeDeleteWrite).
+// Files: the reads in recovery/publishing_db.h, the writes that run alone
+// in recovery/write_admission.h, the rest in recovery/flint_db.cc; OpenDB,
+// which makes it, in recovery/open_db.cc.
 // Thread safety: as rocksdb::DB.
 #pragma once
 
