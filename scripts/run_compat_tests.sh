@@ -77,10 +77,10 @@ for v in $VERSIONS; do
   tools=$CACHE/rocksdb-$v-flintkv/bin
   run "$v" "ROCKSDB_PLUGINS=flintkv db_bench fillseq, kill -9, recover, ldb: every acknowledged key" \
     env NUM=3000000 scripts/check/crash_fillseq_demo.sh --tools "$tools" \
-      --tool "$b/recovery/flintkv_tool" 2
+      --tool "$b/tools/flintkv_tool" 2
   run "$v" "ROCKSDB_PLUGINS=flintkv db_bench fillrandom, kill -9, recover: every acknowledged key" \
     env BENCH=fillrandom NUM=3000000 scripts/check/crash_fillseq_demo.sh --tools "$tools" \
-      --tool "$b/recovery/flintkv_tool" 2
+      --tool "$b/tools/flintkv_tool" 2
   run "$v" "db_stress $PEER_MODE, flintkv vs skiplist" \
     scripts/peer/rocksdb_peer_tests.sh --rocksdb "$v" "$PEER_MODE" --stress-only
 done

@@ -11,7 +11,7 @@ ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 QUICK=0
 if [ "${1:-}" = "--quick" ]; then QUICK=1; shift; fi
 BUILD=$(cd "${1:-$ROOT/build}" && pwd)
-BIN=$BUILD/recovery/flintkv_recovery_bench
+BIN=$BUILD/tools/flintkv_recovery_bench
 DIR=${BENCH_DIR:-/dev/shm/flintkv_recovery_bench.$$}
 OUT=${RECOVERY_OUT:-$ROOT/docs/results/paper_figures/recovery.md}
 [ -x "$BIN" ] || { echo "build $BIN first" >&2; exit 1; }
@@ -52,7 +52,7 @@ run() { echo "\$ $*" >&2; "$@" 2> >(grep -v 'emulated PMEM' >&2); }
   done
   echo '```'
   echo
-  echo "Commands (binary: \`$BUILD/recovery/flintkv_recovery_bench\`):"
+  echo "Commands (binary: \`$BUILD/tools/flintkv_recovery_bench\`):"
   echo
   for mb in $SIZES; do echo "    flintkv_recovery_bench recovery --dir=$DIR --mb=$mb --reps=$REPS"; done
   for cfg in $WM_CFG; do echo "    flintkv_recovery_bench watermark --dir=$DIR --ops=$WM_OPS --threads=${cfg%%:*} --batch=${cfg##*:} --reps=3"; done

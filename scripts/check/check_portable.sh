@@ -73,7 +73,7 @@ grep -q '^FLINTKV_NATIVE:BOOL=ON' "$BUILD/CMakeCache.txt" &&
   { echo "check_portable: $BUILD is a FLINTKV_NATIVE=ON build" >&2; exit 1; }
 files=()
 for f in libflintkv.a libflintkv_pmem.a memtable/rocksdb/libflintkv_rocksdb.so \
-         recovery/libflintkv_recovery.a recovery/flintkv_tool \
+         recovery/libflintkv_recovery.a tools/flintkv_tool \
          tools/flintkv_bench; do
   [ -f "$BUILD/$f" ] && files+=("$BUILD/$f")
 done

@@ -33,7 +33,7 @@ else
   BUILD=$(cd "${1:-$ROOT/build}" && pwd)
   ROUNDS=${2:-3}
   PLUGIN=$BUILD/memtable/rocksdb/libflintkv_rocksdb.so
-  TOOL=$BUILD/recovery/flintkv_tool
+  TOOL=$BUILD/tools/flintkv_tool
   DB_BENCH=$(command -v db_bench)
   LDB=$(command -v ldb)
   [ -f "$PLUGIN" ] || { echo "missing $PLUGIN" >&2; exit 1; }

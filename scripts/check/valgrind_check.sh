@@ -25,7 +25,7 @@ BUILD=$(cd "${2:?usage: valgrind_check.sh MODE BUILD_DIR}" && pwd)
 shift 2
 VALGRIND=${VALGRIND:-valgrind}
 PLUGIN=$BUILD/memtable/rocksdb/libflintkv_rocksdb.so
-TOOL=$BUILD/recovery/flintkv_tool
+TOOL=$BUILD/tools/flintkv_tool
 WORK=${WORK:-/dev/shm/flintkv_vg.$$}
 PID=
 cleanup() { [ -n "$PID" ] && kill -9 "$PID" 2>/dev/null; rm -rf "$WORK"; }

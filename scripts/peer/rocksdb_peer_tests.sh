@@ -77,7 +77,7 @@ OUT=$CACHE/peer-build
 PATCH=$ROOT/db_bench_patches/rocksdb-7.8.3-test-memtable-hook.patch
 JOBS=${JOBS:-2}
 LIB=$ROOT/build/memtable/rocksdb/libflintkv_rocksdb.so
-TOOL=$ROOT/build/recovery/flintkv_tool
+TOOL=$ROOT/build/tools/flintkv_tool
 # How a db_stress / test run gets the flintkv factory: LD_PRELOAD of the
 # plugin into binaries built against Debian's librocksdb (7.8.3), or nothing
 # for a newer RocksDB built with ROCKSDB_PLUGINS=flintkv (--rocksdb).
@@ -88,7 +88,7 @@ if [ -n "$ROCKSDB_VERSION" ]; then
   # assertions and sync points, which is not made: db_stress only.
   DO_UNIT=0
   PRELOAD=(env)
-  TOOL=$ROOT/build-rocksdb-$ROCKSDB_VERSION/recovery/flintkv_tool
+  TOOL=$ROOT/build-rocksdb-$ROCKSDB_VERSION/tools/flintkv_tool
 fi
 
 # ---------------------------------------------------------------- sources
