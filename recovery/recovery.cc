@@ -37,16 +37,6 @@ using rocks::ToRocks;
 namespace recovery {
 namespace {
 
-// The newest sequence number in the DB's live files: a reopened DB's last
-// sequence is at least this.
-uint64_t NewestFileSeq(rocksdb::DB* db) {
-  std::vector<rocksdb::LiveFileMetaData> files;
-  db->GetLiveFilesMetaData(&files);
-  uint64_t newest = 0;
-  for (const auto& f : files) newest = std::max(newest, f.largest_seqno);
-  return newest;
-}
-
 // Before Triage marks anything in the pool: the refusals
 // (recovery/refusals.h), on the DB as RocksDB's open left it. *cf_state
 // is taken again when a flush moved WAL replay into SST files.

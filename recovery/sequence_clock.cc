@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <memory>
+#include <vector>
 
 #include "memtable/rocksdb/crash_point.h"
 #include "rocksdb/comparator.h"
@@ -11,6 +12,14 @@
 #include "rocksdb/sst_file_writer.h"
 
 namespace flintkv {
+
+uint64_t NewestFileSeq(rocksdb::DB* db) {
+  std::vector<rocksdb::LiveFileMetaData> files;
+  db->GetLiveFilesMetaData(&files);
+  uint64_t newest = 0;
+  for (const auto& f : files) newest = std::max(newest, f.largest_seqno);
+  return newest;
+}
 
 rocksdb::Status RaiseLastSequence(rocksdb::DB* db, uint64_t target,
                                   const std::string& dir) {

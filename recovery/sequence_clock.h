@@ -30,6 +30,12 @@ namespace flintkv {
 constexpr const char* kClockColumnFamily = "flintkv_sequence_clock";
 constexpr const char* kClockKey = "flintkv-sequence-clock";
 
+// The newest sequence number in the DB's live files. The MANIFEST edit
+// that added a file records at least its largest_seqno as the DB's last
+// sequence, so a reopened DB's last sequence is at least this (RocksDB's
+// own LastSequence can be higher: numbers of writes no file holds).
+uint64_t NewestFileSeq(rocksdb::DB* db);
+
 // Raises db's last sequence to at least `target` (no-op if it is there);
 // uses <dir>/clock.sst. Fails if RocksDB did not raise it.
 rocksdb::Status RaiseLastSequence(rocksdb::DB* db, uint64_t target,

@@ -9,6 +9,7 @@
 #include "memtable/rocksdb/flintkv_factory.h"
 #include "pmem/layout.h"
 #include "pmem/pool.h"
+#include "recovery/sequence_clock.h"
 #include "rocksdb/version.h"
 
 namespace flintkv {
@@ -230,14 +231,16 @@ rocksdb::Status WriteAdmission::RangeDeleteWrite(const WriteOptions& wo,
   s = db_->Flush(fo, handles);
   if (s.ok() && Large(*b)) s = MakeRoom(b);
   if (s.ok()) s = db_->Write(PoolLogged(wo), b);
-  // The gate is closed: no other write took a sequence number since.
-  const uint64_t seq = db_->GetLatestSequenceNumber();
   if (s.ok()) s = db_->Flush(fo, handles);
   // The flush made the tombstone durable in an SST file, but no rep saw
   // its sequence number (a memtable of only range tombstones reports
   // none): raise the floor by hand, or a copy of the DB taken before the
-  // DeleteRange would pass as the state the later lists extend (S3).
-  if (s.ok()) rocks::OnRangeTombstonesFlushed(*factory_, seq);
+  // DeleteRange would pass as the state the later lists extend (S3). To
+  // the newest number in a file, not LastSequence: an empty range, or a
+  // Put and SingleDelete the flush dropped, take numbers no file holds,
+  // and a floor above the MANIFEST's would refuse this very DB after a
+  // kill.
+  if (s.ok()) rocks::OnRangeTombstonesFlushed(*factory_, NewestFileSeq(db_));
   if (s.ok()) publish_();
   gate_->Open();
   return s;

@@ -159,6 +159,34 @@ Register r11("range_delete_after_checkpoint_life", [](const std::string& d) {
   Die();
 });
 
+// flintkv::OpenDB: a write, then a DeleteRange write whose sequence
+// numbers no SST file holds after its flush (`empty`: an empty range;
+// else a batch whose Put and SingleDelete the flush drops), another
+// write, a kill.
+void RangeDeleteWithoutFileSeqLife(const std::string& d, bool empty) {
+  rocksdb::Status s;
+  rocksdb::DB* db = OpenWrapper(d, &s);
+  Check(s, "open");
+  Check(db->Put(rocksdb::WriteOptions(), "a", "1"), "put");
+  rocksdb::WriteBatch b;
+  if (empty) {
+    Check(b.DeleteRange("k", "k"), "batch");
+  } else {
+    Check(b.DeleteRange("a", "b"), "batch");
+    Check(b.Put("x", "1"), "batch");
+    Check(b.SingleDelete("x"), "batch");
+  }
+  Check(db->Write(rocksdb::WriteOptions(), &b), "delete range");
+  Check(db->Put(rocksdb::WriteOptions(), "d", "1"), "put");
+  Die();
+}
+Register r12("empty_range_delete_life", [](const std::string& d) {
+  RangeDeleteWithoutFileSeqLife(d, true);
+});
+Register r13("range_delete_dropped_pair_life", [](const std::string& d) {
+  RangeDeleteWithoutFileSeqLife(d, false);
+});
+
 // Plain factory: a WAL-less write, a checkpoint (which flushes), a family
 // made after it with a WAL-less write, another write to "default", a kill.
 Register r7("family_after_copy_life", [](const std::string& d) {
@@ -323,6 +351,27 @@ TEST_F(LineageTest, CheckpointOlderThanADeleteRangeRefused) {
       "replayed over a checkpoint older than a "
       "DeleteRange",
       {"older than the pool"}, "a", "1");
+}
+
+// The floor a DeleteRange raises is the newest sequence number its flush
+// put in a file, not RocksDB's LastSequence: an empty range, or a Put and
+// SingleDelete the flush drops, take numbers no file holds, the reopened
+// DB's last sequence stays below them, and the DB's own open was refused
+// as older than the pool (the remedy named, a discard, would drop "d").
+TEST_F(LineageTest, DeleteRangeWithoutFileSeqKeepsItsDbOpenable) {
+  for (const char* life :
+       {"empty_range_delete_life", "range_delete_dropped_pair_life"}) {
+    SCOPED_TRACE(life);
+    ASSERT_EQ(std::system(("rm -rf " + dir_).c_str()), 0);
+    ASSERT_NO_FATAL_FAILURE(RunChild(life, dir_));
+    rocksdb::Status s;
+    rocksdb::DB* db = OpenWrapper(dir_, &s);
+    ASSERT_NE(db, nullptr) << s.ToString();
+    EXPECT_EQ(Get(db, "d"), "1");
+    const bool empty = std::string(life) == "empty_range_delete_life";
+    EXPECT_EQ(Get(db, "a"), empty ? "1" : "<NotFound: >");
+    delete db;
+  }
 }
 
 // A copy of the DB without its IDENTITY file (RocksDB 7.8's Checkpoint and
