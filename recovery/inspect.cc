@@ -1,5 +1,7 @@
 // InspectPool: what a pool holds, checked with the validated walker
 // (flintkv_tool inspect / verify).
+#include "flintkv/inspect.h"
+
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
 
@@ -10,7 +12,6 @@
 #include <memory>
 #include <sstream>
 
-#include "flintkv/recovery.h"
 #include "flintkv/rocksdb_memtable.h"
 #include "memtable/list_walk.h"
 #include "memtable/rocksdb/memtable_meta.h"

@@ -1,12 +1,13 @@
-// flintkv::OpenDB (flintkv/recovery.h): opens the DB with the flintkv
+// flintkv::OpenDB (flintkv/open_db.h): opens the DB with the flintkv
 // factory on the pool, recovers its leftovers (RecoverInto) and returns
 // the crash-atomic wrapper (recovery/flint_db.h).
 // Thread safety: as rocksdb::DB::Open.
+#include "flintkv/open_db.h"
+
 #include <memory>
 #include <string>
 #include <vector>
 
-#include "flintkv/recovery.h"
 #include "flintkv/rocksdb_memtable.h"
 #include "memtable/rocksdb/pool_session.h"
 #include "memtable/rocksdb/status_convert.h"
@@ -37,13 +38,13 @@ rocksdb::Status OpenDB(const rocksdb::DBOptions& db_options,
   // The pool (created for a new DB), claimed for this DB: the wrapper
   // recovers its leftovers at every open (S3 checks they are its own).
   std::shared_ptr<PoolSession> h;
-  Status hs = PoolSession::Open(o.pool_dir, o.pool_size, o.chunk_size, &h);
+  Status hs = PoolSession::Open(o.memtable.pool_dir, o.memtable.pool_size,
+                                o.memtable.chunk_size, &h);
   if (hs.ok()) hs = h->Claim(recovery::BindingFor(name, o), /*wrapper=*/true);
   if (!hs.ok()) return ToRocks(hs);
   const bool recover = !h->ClaimedLists().empty();
   std::shared_ptr<rocksdb::MemTableRepFactory> factory;
-  rocksdb::Status s =
-      NewMemTableRepFactory(recovery::FactoryOptions(o), &factory);
+  rocksdb::Status s = NewMemTableRepFactory(o.memtable, &factory);
   std::vector<rocksdb::ColumnFamilyDescriptor> descs(cfs);
   for (auto& cf : descs) {
     cf.options.memtable_factory = factory;

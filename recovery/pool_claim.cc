@@ -12,15 +12,6 @@ using rocks::ToRocks;
 
 namespace recovery {
 
-MemTableOptions FactoryOptions(const RecoveryOptions& o) {
-  MemTableOptions mo;
-  mo.pool_dir = o.pool_dir;
-  mo.pool_size = o.pool_size;
-  mo.chunk_size = o.chunk_size;
-  mo.latency_model = o.latency_model;
-  return mo;
-}
-
 rocks::DbBinding BindingFor(const std::string& db_path,
                             const RecoveryOptions& o) {
   rocks::DbBinding b = rocks::ReadDbBinding(db_path);
@@ -34,7 +25,7 @@ rocks::DbBinding BindingFor(const std::string& db_path,
 rocksdb::Status BeginRecovery(const std::string& db_path,
                               const RecoveryOptions& o) {
   std::shared_ptr<PoolSession> h;
-  Status s = PoolSession::OpenExisting(o.pool_dir, &h);
+  Status s = PoolSession::OpenExisting(o.memtable.pool_dir, &h);
   if (s.ok()) s = h->Claim(recovery::BindingFor(db_path, o), /*wrapper=*/false);
   return ToRocks(s);
 }

@@ -125,10 +125,10 @@ void FinishLife(rocksdb::DB* db, PoolSession* h, bool replayed,
         std::to_string(db->GetDBOptions().max_background_jobs);
     rocksdb::Status os = db->SetDBOptions({{"max_background_jobs", jobs}});
     if (!os.ok()) {
-      Log(o,
-          "flintkv: recording the recovered lists in the DB's OPTIONS "
-          "file failed: " +
-              os.ToString());
+      LogWarn(o,
+              "flintkv: recording the recovered lists in the DB's OPTIONS "
+              "file failed: " +
+                  os.ToString());
     }
   }
 }
@@ -143,7 +143,7 @@ rocksdb::Status RecoverClaimed(
   for (auto* cf : handles) cf_by_id[cf->GetID()] = cf;
   // S3: only the lists the claim found to be this DB's (list_id order).
   std::vector<pmem::ListRoot*> lists = h->ClaimedLists();
-  if (!h->claim_note().empty()) Log(o, "flintkv: " + h->claim_note());
+  if (!h->claim_note().empty()) LogInfo(o, "flintkv: " + h->claim_note());
   r->lists_found = lists.size();
   rocksdb::Status s = CheckRootWords(pool, &wm, o, r);
   if (s.ok()) s = FinishInterruptedReset(db, pool, &wm, o, &lists);
@@ -181,7 +181,7 @@ rocksdb::Status RecoverClaimed(
   r->flush_seconds = Seconds(start);
   replay::RemoveSstDir(db);
   FinishLife(db, h, !plans.empty(), o, *r);
-  Log(o, "flintkv: recovery: " + r->ToString());
+  LogInfo(o, "flintkv: recovery: " + r->ToString());
   return rocksdb::Status::OK();
 }
 
@@ -239,7 +239,7 @@ rocksdb::Status RecoverInto(
     if (!ds.ok()) return ds;
   }
   std::shared_ptr<PoolSession> h;
-  Status hs = PoolSession::OpenExisting(o.pool_dir, &h);
+  Status hs = PoolSession::OpenExisting(o.memtable.pool_dir, &h);
   if (!hs.ok()) return ToRocks(hs);
   if (!h->claimed()) {
     return rocksdb::Status::InvalidArgument(
@@ -258,13 +258,13 @@ rocksdb::Status RecoverDB(const rocksdb::Options& db_options,
   rocksdb::Status s = BeginRecovery(db_path, o);
   if (!s.ok()) return s;
   auto fail = [&](rocksdb::Status st) {
-    EndRecovery(o.pool_dir);
+    EndRecovery(o.memtable.pool_dir);
     return st;
   };
   {
     // This open only replays and closes: exempt from the space rule.
     std::shared_ptr<PoolSession> h;
-    if (PoolSession::OpenExisting(o.pool_dir, &h).ok()) {
+    if (PoolSession::OpenExisting(o.memtable.pool_dir, &h).ok()) {
       h->MarkOfflineRecovery();
     }
   }
@@ -288,7 +288,7 @@ rocksdb::Status RecoverDB(const rocksdb::Options& db_options,
   }
   AddListedClock(names, &cfs);
   std::shared_ptr<rocksdb::MemTableRepFactory> factory;
-  s = NewMemTableRepFactory(recovery::FactoryOptions(o), &factory);
+  s = NewMemTableRepFactory(o.memtable, &factory);
   if (!s.ok()) return fail(s);
   for (auto& cf : cfs) {
     cf.options.memtable_factory = factory;
@@ -306,7 +306,7 @@ rocksdb::Status RecoverDB(const rocksdb::Options& db_options,
     // Offline recovery ends the wrapper's epoch: a plain user of the pool
     // must not be filtered by a watermark it never publishes.
     std::shared_ptr<PoolSession> h;
-    if (PoolSession::OpenExisting(o.pool_dir, &h).ok()) {
+    if (PoolSession::OpenExisting(o.memtable.pool_dir, &h).ok()) {
       Watermark(h->pool()).Disable();
     }
   }

@@ -105,7 +105,7 @@ rocksdb::Status RefuseOlderDb(
         "unchanged. Recover with the DB as it was at the crash; if that DB is "
         "gone and this one is to be kept as it is, drop the pool's unflushed "
         "writes: flintkv_tool discard --pool_dir=" +
-        o.pool_dir +
+        o.memtable.pool_dir +
         " --confirm; to replay over this one anyway: flintkv_tool recover "
         "--allow_older_db (RecoveryOptions::allow_older_db)");
   }
@@ -150,7 +150,7 @@ rocksdb::Status RefuseRecoveredAlready(
       "does not take it); replaying would apply their writes twice. "
       "Nothing was changed. Drop them (their writes are in the DB): "
       "flintkv_tool discard --pool_dir=" +
-      o.pool_dir +
+      o.memtable.pool_dir +
       " --confirm; if the wall clock went back and they are new: "
       "flintkv_tool recover --accept_incarnation=<their incarnation> "
       "(RecoveryOptions::accept_incarnation)");

@@ -35,7 +35,8 @@ rocksdb::Status CheckRootWords(pmem::Pool* pool, Watermark* wm,
           "what the DB already holds): flintkv_tool recover --allow_older_db "
           "(RecoveryOptions::allow_older_db)");
     }
-    Log(o, "flintkv: discarding a damaged recovery record (allow_older_db)");
+    LogWarn(o,
+            "flintkv: discarding a damaged recovery record (allow_older_db)");
     wm->CancelReset();
   }
   r->watermark_used = wm->enabled() && o.watermark != WatermarkMode::kOff;
@@ -68,17 +69,17 @@ rocksdb::Status FinishInterruptedReset(rocksdb::DB* db, pmem::Pool* pool,
           "holds; to replay its lists into this DB anyway: flintkv_tool "
           "recover --allow_older_db (RecoveryOptions::allow_older_db)");
     }
-    Log(o,
-        "flintkv: ignoring a record of an interrupted recovery above the "
-        "DB's last sequence (allow_older_db): the lists are replayed");
+    LogWarn(o,
+            "flintkv: ignoring a record of an interrupted recovery above the "
+            "DB's last sequence (allow_older_db): the lists are replayed");
     wm->CancelReset();
   }
   if (wm->reset_pending()) {
     // A previous recovery flushed everything it replayed and crashed while
     // dropping the lists: they are all in SST files already.
-    Log(o,
-        "flintkv: finishing an interrupted recovery (replayed data is "
-        "already flushed)");
+    LogInfo(o,
+            "flintkv: finishing an interrupted recovery (replayed data is "
+            "already flushed)");
     for (pmem::ListRoot* l : *lists) pool->DropList(l);
     wm->FinishReset();
     lists->clear();

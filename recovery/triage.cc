@@ -36,10 +36,10 @@ rocksdb::Status SortLists(
     auto cf = cf_by_id.find(meta->column_family_id);
     if (cf == cf_by_id.end()) {
       r->lists_dropped_cf++;
-      Log(o, "flintkv: list " + std::to_string(l->list_id) +
-                 " belongs to column family id " +
-                 std::to_string(meta->column_family_id) +
-                 ", which the DB does not have (dropped): discarded");
+      LogInfo(o, "flintkv: list " + std::to_string(l->list_id) +
+                     " belongs to column family id " +
+                     std::to_string(meta->column_family_id) +
+                     ", which the DB does not have (dropped): discarded");
       to_drop->push_back(l);
       continue;
     }
@@ -118,8 +118,9 @@ void Triage(pmem::Pool* pool, std::vector<pmem::ListRoot*>* lists,
                  meta->magic == rocks::kMemtableMetaMagic;
     if (valid && !rocks::ReplayPending(*meta)) {
       if (max_pending_id && l->list_id > max_pending_id) {
-        Log(o, "flintkv: list " + std::to_string(l->list_id) +
-                   " holds copies made by an interrupted recovery: dropped");
+        LogInfo(o,
+                "flintkv: list " + std::to_string(l->list_id) +
+                    " holds copies made by an interrupted recovery: dropped");
         r->lists_copies_dropped++;
         pool->DropList(l);
         continue;
@@ -153,10 +154,10 @@ void DropRecovered(pmem::Pool* pool, const std::set<std::string>& done,
       left.push_back(l);
       continue;
     }
-    Log(o, "flintkv: list " + std::to_string(l->list_id) +
-               " was recovered into this DB already (this pool is a copy "
-               "of the one recovered, or the recovery that replayed it "
-               "stopped before dropping it): dropped, not replayed");
+    LogInfo(o, "flintkv: list " + std::to_string(l->list_id) +
+                   " was recovered into this DB already (this pool is a copy "
+                   "of the one recovered, or the recovery that replayed it "
+                   "stopped before dropping it): dropped, not replayed");
     r->lists_already_recovered++;
     pool->DropList(l);
   }

@@ -11,14 +11,17 @@
 // Exit status (also in --help and docs/rocksdb_recovery.md): 0 success, 1
 // an error (verify: the pool is damaged), 2 bad usage, 3 the pool is in use
 // by another process (open there; nothing was read or changed).
+#include <cstdarg>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <ctime>
 #include <map>
+#include <memory>
 #include <string>
 #include <vector>
 
+#include "flintkv/inspect.h"
 #include "flintkv/recovery.h"
 #include "rocksdb/convenience.h"
 #include "rocksdb/env.h"
@@ -90,16 +93,25 @@ const char* StateName(uint32_t s) {
   return "?";
 }
 
-void PrintLine(const std::string& s) {
-  std::fprintf(stderr, "%s\n", s.c_str());
-}
+// Recovery's progress lines, one a line on stderr, every level alike.
+class StderrLogger : public rocksdb::Logger {
+ public:
+  void Logv(const char* format, va_list ap) override {
+    std::vfprintf(stderr, format, ap);
+    std::fputc('\n', stderr);
+  }
+  void Logv(const rocksdb::InfoLogLevel level, const char* format,
+            va_list ap) override {
+    if (level >= GetInfoLogLevel()) Logv(format, ap);
+  }
+};
 
 int Recover(std::map<std::string, std::string>& flags) {
   if (!flags.count("db") || !flags.count("pool_dir")) return Usage();
   const std::string db = flags["db"];
   flintkv::RecoveryOptions ro;
-  ro.pool_dir = flags["pool_dir"];
-  if (!flags.count("quiet")) ro.log = PrintLine;
+  ro.memtable.pool_dir = flags["pool_dir"];
+  if (!flags.count("quiet")) ro.info_log = std::make_shared<StderrLogger>();
   ro.allow_foreign_open = flags.count("allow_foreign_open") != 0;
   ro.allow_wal_delete_range = flags.count("allow_wal_delete_range") != 0;
   ro.allow_older_db = flags.count("allow_older_db") != 0;
@@ -143,8 +155,8 @@ int Recover(std::map<std::string, std::string>& flags) {
     std::fprintf(stderr, "flintkv_tool recover: %s\n", s.ToString().c_str());
     return ErrorExit(s);
   }
-  std::printf("recovered %s from %s: %s\n", db.c_str(), ro.pool_dir.c_str(),
-              report.ToString().c_str());
+  std::printf("recovered %s from %s: %s\n", db.c_str(),
+              ro.memtable.pool_dir.c_str(), report.ToString().c_str());
   return kExitOk;
 }
 

@@ -27,6 +27,7 @@
 #include <thread>
 #include <vector>
 
+#include "flintkv/open_db.h"
 #include "flintkv/recovery.h"
 #include "flintkv/rocksdb_memtable.h"
 #include "rocksdb/db.h"
@@ -136,7 +137,7 @@ double RunRecovery(bool flint, const std::string& dir, uint64_t mb, int threads,
   rocksdb::DB* db;
   if (flint) {
     flintkv::RecoveryOptions ro;
-    ro.pool_dir = pool_dir;
+    ro.memtable.pool_dir = pool_dir;
     ro.ingest_sst = Flag("ingest_sst", "1") != "0";
     Check(flintkv::RecoverDB(o, dir + "/db", {}, ro, rep), "recover");
   } else {
@@ -205,8 +206,8 @@ double RunWrites(bool wrapper, const std::string& dir, uint64_t ops,
   rocksdb::ColumnFamilyOptions co;
   co.write_buffer_size = 64 << 20;
   flintkv::RecoveryOptions ro;
-  ro.pool_dir = dir + "/pool";
-  ro.pool_size = 1ull << 30;
+  ro.memtable.pool_dir = dir + "/pool";
+  ro.memtable.pool_size = 1ull << 30;
   std::vector<rocksdb::ColumnFamilyHandle*> h;
   rocksdb::DB* db = nullptr;
   if (wrapper) {
@@ -214,8 +215,8 @@ double RunWrites(bool wrapper, const std::string& dir, uint64_t ops,
           "open");
   } else {
     flintkv::MemTableOptions mo;
-    mo.pool_dir = ro.pool_dir;
-    mo.pool_size = ro.pool_size;
+    mo.pool_dir = ro.memtable.pool_dir;
+    mo.pool_size = ro.memtable.pool_size;
     Check(flintkv::NewMemTableRepFactory(mo, &co.memtable_factory), "f");
     Check(rocksdb::DB::Open(dbo, dir + "/db", {{"default", co}}, &h, &db),
           "open");

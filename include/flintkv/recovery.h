@@ -1,41 +1,43 @@
 // Bringing unflushed FlintKV memtables back into a RocksDB database after a
-// crash (WAL disabled), and the crash-atomic write wrapper.
+// crash (WAL disabled), and dropping those of a DB that no longer exists.
+// The crash-atomic OpenDB wrapper is flintkv/open_db.h; reading a pool
+// without changing a DB is flintkv/inspect.h.
 //
 //   // Offline (what `flintkv_tool recover` does): open, replay (SST files
 //   // ingested into the DB), close.
 //   flintkv::RecoveryOptions ro;
-//   ro.pool_dir = "/mnt/pmem0/db1";
+//   ro.memtable.pool_dir = "/mnt/pmem0/db1";
+//   ro.info_log = logger;  // a rocksdb::Logger for progress (default: none)
 //   flintkv::RecoveryReport report;
 //   rocksdb::Status s = flintkv::RecoverDB(options, "/data/db1", cfs, ro,
 //                                          &report);
-//
-//   // Online: recover on open, and keep multi-key batches crash-atomic.
-//   rocksdb::DB* db;
-//   s = flintkv::OpenDB(options, "/data/db1", cfs, &handles, &db, ro);
 //
 // Guarantees (docs/rocksdb_recovery.md has the argument):
 //  - Plain factory (options.memtable_factory = flintkv factory, any DB
 //    API) + recovery: every write whose DB::Write returned is recovered;
 //    a multi-key WriteBatch that was in flight may come back in part.
-//  - OpenDB's wrapper: additionally every WriteBatch is all-or-nothing;
-//    Write returns only after a persisted watermark covers its sequence
-//    numbers, and recovery replays only entries at or below the watermark.
+//  - OpenDB's wrapper (flintkv/open_db.h): additionally every WriteBatch is
+//    all-or-nothing; recovery replays only entries at or below the
+//    wrapper's persisted watermark.
 //  - Never resurrects a value older than one already in SST files (P6).
 //  - DeleteRange is not covered by the plain factory (RocksDB keeps range
 //    tombstones in its own DRAM table, never in the memtable rep); the
 //    wrapper makes it durable by flushing.
 //  - A pool's lists are replayed only into the DB that wrote them.
 // Thread safety: RecoverInto/RecoverDB must not run concurrently with writes
-// to the same DB. The DB returned by OpenDB is as thread-safe as RocksDB's.
+// to the same DB.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
 #include "flintkv/export.h"
-#include "rocksdb/comparator.h"
+#include "flintkv/rocksdb_memtable.h"
 #include "rocksdb/db.h"
+#include "rocksdb/env.h"
 #include "rocksdb/options.h"
 #include "rocksdb/status.h"
 
@@ -48,16 +50,12 @@ enum class WatermarkMode {
 };
 
 struct RecoveryOptions {
-  // The factory's pool_dir (one pool_dir per DB). Recovery uses this pool,
-  // never the one a (possibly moved or copied) DB's OPTIONS file names, and
-  // never creates one (OpenDB does, for a new DB).
-  std::string pool_dir;
-  // The memtable options OpenDB and RecoverDB give the factory: the size of
-  // a pool OpenDB creates, its chunk size, the latency model
-  // (flintkv/rocksdb_memtable.h).
-  uint64_t pool_size = 4ull << 30;
-  uint64_t chunk_size = 1ull << 20;
-  std::string latency_model = "off";
+  // The factory every column family gets (flintkv/rocksdb_memtable.h).
+  // memtable.pool_dir is the factory's pool_dir (one pool_dir per DB):
+  // recovery uses this pool, never the one a (possibly moved or copied)
+  // DB's OPTIONS file names, and never creates one (OpenDB does, for a new
+  // DB, of memtable.pool_size).
+  MemTableOptions memtable;
   WatermarkMode watermark = WatermarkMode::kAuto;
   // true: replayed entries are written into SST files and ingested
   // (docs/rocksdb_recovery.md); what SST files cannot express goes through
@@ -65,8 +63,10 @@ struct RecoveryOptions {
   bool ingest_sst = true;
   // Entries written through the DB go in WriteBatches of about this size.
   size_t batch_bytes = 1 << 20;
-  // Progress and summary lines (nullptr: quiet).
-  void (*log)(const std::string& line) = nullptr;
+  // Progress and summary lines, at INFO (what was done) and WARN (a damaged
+  // record overridden, a step that failed without failing the recovery);
+  // nullptr: quiet.
+  std::shared_ptr<rocksdb::Logger> info_log;
   // Overrides of the identity checks (docs/rocksdb_recovery.md,
   // "Operations"); each refusal names the one that applies.
   // Replay although the DB was opened without FlintKV after the lists were
@@ -120,124 +120,54 @@ struct FLINTKV_EXPORT RecoveryReport {
   std::string ToString() const;
 };
 
-// Replays the leftover memtables of options.pool_dir into db, which must
-// have been opened with the flintkv factory on that pool_dir after
-// BeginRecovery(db_path, options) (or through OpenDB/RecoverDB, which do
-// it), and
-// must not have taken writes since; open it with disable_auto_compactions
-// (re-enable with SetOptions afterwards) so that no compaction zeroes the
-// SST sequence numbers that tell which memtables were already flushed.
-// handles: every column family of the DB
-// (lists of other column families are dropped: their CF was dropped).
-// Ingests the replayed data as SST files (or writes it), flushes all column
-// families, then frees the replayed lists. Uses the directory
+// Replays the leftover memtables of options.memtable.pool_dir into db,
+// which must have been opened with the flintkv factory on that pool_dir
+// after BeginRecovery(db_path, options) (or through OpenDB/RecoverDB, which
+// do it), and must not have taken writes since; open it with
+// disable_auto_compactions (re-enable with SetOptions afterwards) so that
+// no compaction zeroes the SST sequence numbers that tell which memtables
+// were already flushed. handles: every column family of the DB (lists of
+// other column families are dropped: their CF was dropped). Ingests the
+// replayed data as SST files (or writes it), flushes all column families,
+// then frees the replayed lists. Uses the directory
 // <db>/flintkv_recovery for its SST files and removes it.
 FLINTKV_EXPORT rocksdb::Status RecoverInto(
     rocksdb::DB* db, const std::vector<rocksdb::ColumnFamilyHandle*>& handles,
     const RecoveryOptions& options, RecoveryReport* report);
 
-// Opens options.pool_dir's pool (it must exist), checks that its leftover
-// memtables are the DB at db_path's (its latest OPTIONS file and IDENTITY,
-// docs/rocksdb_recovery.md "Operations"), and lets the next DB::Open with
-// the flintkv factory on that pool proceed; RecoverInto must then run
-// before any write. Without this call such a DB::Open fails (new writes
-// would reuse the lost sequence numbers). Refuses, changing nothing, if a
-// leftover belongs to another DB or the DB was opened without FlintKV
-// since. The DB::Open that follows must run on the same thread (the claim
-// is that thread's; another thread's open on the pool is refused until
-// RecoverInto or EndRecovery). EndRecovery undoes a claim whose DB::Open
-// failed.
+// Opens options.memtable.pool_dir's pool (it must exist), checks that its
+// leftover memtables are the DB at db_path's (its latest OPTIONS file and
+// IDENTITY, docs/rocksdb_recovery.md "Operations"), and lets the next
+// DB::Open with the flintkv factory on that pool proceed; RecoverInto must
+// then run before any write. Without this call such a DB::Open fails (new
+// writes would reuse the lost sequence numbers). Refuses, changing
+// nothing, if a leftover belongs to another DB or the DB was opened
+// without FlintKV since. The DB::Open that follows must run on the same
+// thread (the claim is that thread's; another thread's open on the pool is
+// refused until RecoverInto or EndRecovery). EndRecovery undoes a claim
+// whose DB::Open failed.
 FLINTKV_EXPORT rocksdb::Status BeginRecovery(const std::string& db_path,
                                              const RecoveryOptions& options);
 FLINTKV_EXPORT void EndRecovery(const std::string& pool_dir);
 
 // Offline recovery: opens the DB at db_path with every column family listed
 // in cfs (empty: all of the DB's, with db_options' column family options),
-// sets the flintkv factory on pool_dir for each, replays (RecoverInto),
-// closes.
-// Afterwards the DB is readable without the plugin (stock ldb, db_bench).
+// sets the flintkv factory on options.memtable for each, replays
+// (RecoverInto), closes. Afterwards the DB is readable without the plugin
+// (stock ldb, db_bench).
 FLINTKV_EXPORT rocksdb::Status RecoverDB(
     const rocksdb::Options& db_options, const std::string& db_path,
     std::vector<rocksdb::ColumnFamilyDescriptor> cfs,
     const RecoveryOptions& options, RecoveryReport* report);
 
-// Opens the DB with the flintkv factory on options.pool_dir for every column
-// family (overriding memtable_factory), recovers leftovers, and returns a
-// wrapper whose writes are crash-atomic per WriteBatch (a persisted
-// watermark of published sequence numbers). DeleteRange is durable (it runs
-// alone and is flushed before it returns); PutEntity and Merge are
-// supported. Refuses what docs/rocksdb_config_matrix.md lists as refused for
-// OpenDB (unordered_write, two_write_queues, ...), also when set later with
-// SetOptions/SetDBOptions or on a column family created later, and
-// ClipColumnFamily and user-defined timestamps. A write larger than the
-// pool's reserve runs alone, and is refused (InvalidArgument, nothing
-// written) if the pool has no room for it even with every memtable flushed
-// (the wrapper flushes first when that makes room). Every write to this DB
-// must go through the wrapper.
-FLINTKV_EXPORT rocksdb::Status OpenDB(
-    const rocksdb::DBOptions& db_options, const std::string& name,
-    const std::vector<rocksdb::ColumnFamilyDescriptor>& cfs,
-    std::vector<rocksdb::ColumnFamilyHandle*>* handles, rocksdb::DB** db,
-    const RecoveryOptions& options, RecoveryReport* report = nullptr);
-
-// What one pool holds (flintkv_tool inspect / verify).
-struct ListSummary {
-  uint64_t list_id = 0;
-  uint32_t kind = 0;   // pmem::ListKind
-  uint32_t state = 0;  // pmem::ListState
-  uint32_t column_family_id = 0;
-  uint64_t created_micros = 0;
-  uint64_t incarnation = 0;     // the life that wrote it (DiscardLeftovers)
-  bool family_dropped = false;  // its life dropped its column family
-  bool leftover = false;        // held entries when the pool was opened
-  uint64_t entries = 0;         // committed nodes
-  uint64_t uncommitted = 0;
-  uint64_t min_seq = 0, max_seq = 0;
-  uint64_t chunks = 0, chunk_bytes = 0;
-  bool batch_mode = false;
-  uint64_t commit_version = 0;
-  std::string error;       // structural problem found by the walk, if any
-  std::string comparator;  // the user comparator order was checked with
-  std::string note;        // e.g. why order was not checked
-};
-struct PoolSummary {
-  std::string path;
-  uint64_t size = 0;
-  bool is_pmem = false;
-  uint64_t bytes_in_use = 0;
-  bool watermark_enabled = false;
-  uint64_t watermark = 0;
-  std::vector<ListSummary> lists;
-};
-// A memtable list is sorted by its column family's comparator, which the
-// pool does not record (CreateMemTableRep is never told its name), so the
-// caller names it; first match wins.
-struct InspectOptions {
-  const rocksdb::Comparator* comparator = nullptr;  // for every list
-  std::string comparator_name;  // for every list (Comparator::CreateFromString)
-  std::string db;  // per column family, from this DB's OPTIONS and MANIFEST
-};
-// With none of them, order is checked as bytewise (RocksDB's default) and
-// a list that is not bytewise-sorted gets a note, not an error.
-// A comparator that cannot be had leaves that list's order unchecked (note).
-
 // Drops the unflushed memtables a pool holds for a DB that no longer exists
 // (destroyed with DestroyDB, or replaced by a new DB at its path): their
 // writes are gone for good. Only those of life `incarnation` (the hex
-// number `inspect` and the refusals print), or all with 0. *dropped lists what
-// was (or, with dry_run, would be) dropped. NotFound if pool_dir holds no pool;
-// Busy if a DB of this or another process has it open.
+// number `inspect` and the refusals print), or all with 0. *dropped lists
+// what was (or, with dry_run, would be) dropped. NotFound if pool_dir holds
+// no pool; Busy if a DB of this or another process has it open.
 FLINTKV_EXPORT rocksdb::Status DiscardLeftovers(
     const std::string& pool_dir, uint64_t incarnation, bool dry_run,
     std::vector<std::string>* dropped);
-
-// Opens the pool read-mostly (opening frees lists retired before a crash,
-// and corrects a list state word with one flipped bit) and walks every list
-// with the validated walker. A structural problem is reported in
-// ListSummary::error and makes the status Corruption, as do a state word
-// the open corrected and a damaged root word (W, R).
-FLINTKV_EXPORT rocksdb::Status InspectPool(
-    const std::string& pool_dir, PoolSummary* out,
-    const InspectOptions& options = InspectOptions());
 
 }  // namespace flintkv

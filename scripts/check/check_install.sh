@@ -17,6 +17,7 @@ DATA=$(mktemp -d /dev/shm/flintkv_install_data.XXXXXX)
 trap 'rm -rf "$T" "$DATA"' EXIT
 cmake --install "$BUILD" --prefix "$T/prefix" >"$T/install.log"
 for f in include/flintkv/rocksdb_memtable.h include/flintkv/recovery.h \
+         include/flintkv/open_db.h include/flintkv/inspect.h \
          lib/libflintkv.a lib/libflintkv_rocksdb_memtable.a \
          lib/libflintkv_recovery.a lib/cmake/flintkv/flintkvConfig.cmake \
          lib/pkgconfig/flintkv.pc bin/flintkv_tool \

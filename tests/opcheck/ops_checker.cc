@@ -54,6 +54,7 @@
 #include <string>
 #include <vector>
 
+#include "flintkv/open_db.h"
 #include "flintkv/recovery.h"
 #include "flintkv/rocksdb_memtable.h"
 #include "rocksdb/db.h"
@@ -408,8 +409,8 @@ std::vector<rocksdb::ColumnFamilyDescriptor> Cfds(const rocksdb::Options& o) {
 
 flintkv::RecoveryOptions Ro(const std::string& pool_dir) {
   flintkv::RecoveryOptions ro;
-  ro.pool_dir = pool_dir;
-  ro.pool_size = kPoolSize;
+  ro.memtable.pool_dir = pool_dir;
+  ro.memtable.pool_size = kPoolSize;
   return ro;
 }
 

@@ -18,6 +18,8 @@
 #include <string>
 #include <vector>
 
+#include "flintkv/inspect.h"
+#include "flintkv/open_db.h"
 #include "flintkv/recovery.h"
 #include "flintkv/rocksdb_memtable.h"
 #include "rocksdb/db.h"
@@ -292,7 +294,7 @@ class AcknowledgedWritesTest : public test::ScenarioTest {
   // plugin (what stock ldb / db_bench would see).
   rocksdb::DB* RecoverAndOpen(rocksdb::Options o = BaseOptions(),
                               RecoveryOptions ro = RecoveryOptions()) {
-    if (ro.pool_dir.empty()) ro = Ro(dir_);
+    if (ro.memtable.pool_dir.empty()) ro = Ro(dir_);
     RecoveryReport rep;
     rocksdb::Status s = RecoverDB(o, DbDir(dir_), {}, ro, &rep);
     EXPECT_TRUE(s.ok()) << s.ToString();
@@ -591,7 +593,7 @@ TEST_F(AcknowledgedWritesTest, PoolCopyRecoveredTwiceAppliesMergesOnce) {
     const std::string copy = dir_ + "/pool_copy";
     ASSERT_EQ(std::system(("cp -a " + PoolDir(dir_) + " " + copy).c_str()), 0);
     RecoveryOptions first = Ro(dir_), second = Ro(dir_);
-    (copy_first ? first : second).pool_dir = copy;
+    (copy_first ? first : second).memtable.pool_dir = copy;
     RecoveryReport rep;
     rocksdb::Status s = RecoverDB(BaseOptions(), DbDir(dir_), {}, first, &rep);
     ASSERT_TRUE(s.ok()) << s.ToString();

@@ -13,6 +13,8 @@
 #include <string>
 #include <vector>
 
+#include "flintkv/open_db.h"
+#include "flintkv/recovery.h"
 #include "memtable/list_walk.h"
 #include "memtable/rocksdb/memtable_meta.h"
 #include "memtable/rocksdb/pool_session.h"

@@ -37,6 +37,8 @@
 #include <thread>
 #include <vector>
 
+#include "flintkv/inspect.h"
+#include "flintkv/open_db.h"
 #include "flintkv/recovery.h"
 #include "flintkv/rocksdb_memtable.h"
 #include "rocksdb/db.h"
@@ -269,8 +271,8 @@ inline rocksdb::Status OpenRocks(
 
 inline RecoveryOptions Ropts(const std::string& dir) {
   RecoveryOptions ro;
-  ro.pool_dir = dir + "/pool";
-  ro.pool_size = 256ull << 20;
+  ro.memtable.pool_dir = dir + "/pool";
+  ro.memtable.pool_size = 256ull << 20;
   return ro;
 }
 
@@ -285,14 +287,15 @@ inline rocksdb::Status Open(const std::string& dir, bool wrapper,
     return OpenDB(DbOptions(c), dir + "/db", Cfs(nullptr, write_buffer_size, c),
                   handles, db, ro, report);
   }
-  bool existed = access((ro.pool_dir + "/flintkv.pool").c_str(), F_OK) == 0;
+  bool existed =
+      access((ro.memtable.pool_dir + "/flintkv.pool").c_str(), F_OK) == 0;
   if (existed) {
     rocksdb::Status s = BeginRecovery(dir + "/db", ro);
     if (!s.ok()) return s;
   }
   MemTableOptions mo;
-  mo.pool_dir = ro.pool_dir;
-  mo.pool_size = ro.pool_size;
+  mo.pool_dir = ro.memtable.pool_dir;
+  mo.pool_size = ro.memtable.pool_size;
   std::shared_ptr<rocksdb::MemTableRepFactory> f;
   rocksdb::Status s = NewMemTableRepFactory(mo, &f);
   if (!s.ok()) return s;
@@ -304,7 +307,7 @@ inline rocksdb::Status Open(const std::string& dir, bool wrapper,
     s = (*db)->SetOptions((*handles)[i],
                           {{"disable_auto_compactions", "false"}});
   }
-  if (!s.ok() && existed) EndRecovery(ro.pool_dir);
+  if (!s.ok() && existed) EndRecovery(ro.memtable.pool_dir);
   return s;
 }
 

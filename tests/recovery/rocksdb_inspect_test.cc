@@ -14,7 +14,7 @@
 #include <string>
 #include <vector>
 
-#include "flintkv/recovery.h"
+#include "flintkv/inspect.h"
 #include "flintkv/rocksdb_memtable.h"
 #include "rocksdb/comparator.h"
 #include "rocksdb/db.h"

@@ -8,6 +8,8 @@
 #include <string>
 #include <vector>
 
+#include "flintkv/inspect.h"
+#include "flintkv/open_db.h"
 #include "flintkv/recovery.h"
 #include "flintkv/rocksdb_memtable.h"
 #include "rocksdb/db.h"

@@ -18,6 +18,8 @@
 #include <thread>
 #include <utility>
 
+#include "flintkv/inspect.h"
+#include "flintkv/open_db.h"
 #include "flintkv/recovery.h"
 #include "flintkv/rocksdb_memtable.h"
 #include "memtable/rocksdb/pool_session.h"
@@ -872,7 +874,7 @@ TEST_F(OperationsTest, PlainFactoryWritesGoOnAfterSetOptionsRaisesWriteBuffer) {
 // write.
 TEST_F(OperationsTest, WrapperRefusesAWriteThePoolCannotHold) {
   RecoveryOptions ro = Ro(dir_);
-  ro.pool_size = 24ull << 20;
+  ro.memtable.pool_size = 24ull << 20;
   rocksdb::Options o = BaseOptions();
   o.write_buffer_size = 1 << 20;
   o.min_write_buffer_number_to_merge = 2;  // an immutable one stays

@@ -77,8 +77,8 @@ inline rocksdb::Options PlainOptions(const std::string& dir,
 
 inline RecoveryOptions Ro(const std::string& dir) {
   RecoveryOptions ro;
-  ro.pool_dir = PoolDir(dir);
-  ro.pool_size = 256ull << 20;
+  ro.memtable.pool_dir = PoolDir(dir);
+  ro.memtable.pool_size = 256ull << 20;
   return ro;
 }
 

@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "flintkv/open_db.h"
 #include "flintkv/recovery.h"
 #include "rocksdb/db.h"
 #include "tests/recovery/rocksdb_scenario.h"

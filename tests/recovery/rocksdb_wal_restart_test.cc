@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "flintkv/inspect.h"
 #include "flintkv/recovery.h"
 #include "flintkv/rocksdb_memtable.h"
 #include "rocksdb/db.h"

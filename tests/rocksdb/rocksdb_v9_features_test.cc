@@ -18,6 +18,7 @@
 #include <string>
 #include <vector>
 
+#include "flintkv/open_db.h"
 #include "flintkv/recovery.h"
 #include "flintkv/rocksdb_memtable.h"
 #include "rocksdb/db.h"

@@ -42,8 +42,7 @@ int main(int argc, char** argv) {
   }
   if (s.ok()) {
     flintkv::RecoveryOptions ro;
-    ro.pool_dir = mo.pool_dir;
-    ro.pool_size = mo.pool_size;
+    ro.memtable = mo;
     rocksdb::Options plain;  // recovery sets the factory itself
     s = flintkv::RecoverDB(plain, dir + "/db", {}, ro, nullptr);
   }
