@@ -10,6 +10,7 @@
 #include <algorithm>
 
 #include "memtable/durable_skiplist_inl.h"
+#include "memtable/measure_probe.h"
 #include "pmem/persist.h"
 
 namespace flintkv {
@@ -27,6 +28,14 @@ bool DurableSkipList<P>::MutantBreaksVersionOrder() {
 // become the combiner.
 template <class P>
 int DurableSkipList<P>::Attach(Slot* slot) {
+  if (Probing<P>(MeasureProbe::kNoCombining) && !slot->batch) {  // bench
+    combiner_lock_.Lock();
+    const uint64_t v = visible_version_.load(std::memory_order_relaxed) + 1;
+    const bool ok = ProcessPut(slot->put, v, LinkMode::kPerPut, slot);
+    if (ok) visible_version_.store(v, std::memory_order_release);
+    combiner_lock_.Unlock();
+    return ok ? kSuccess : kFailed;
+  }
   slot->status.store(kReady, std::memory_order_release);
   P::OnAdvertise();  // test seam (crash simulator); empty in production
   int spins = 0;
@@ -202,8 +211,9 @@ bool DurableSkipList<P>::ProcessPut(PutAdv* adv, uint64_t v, LinkMode mode,
   // meanwhile. Nothing orders the two before the fence anyway (rule R1: a
   // durable link to a node whose version is still MAX is dropped by recovery,
   // P4).
-  pred_pn->next = ToOffset(pn);
-  if (!P::Faulty(pmem::Fault::kNoLinkFlush)) {
+  if (!Probing<P>(MeasureProbe::kNoLinkStore)) pred_pn->next = ToOffset(pn);
+  if (!P::Faulty(pmem::Fault::kNoLinkFlush) &&
+      !Probing<P>(MeasureProbe::kNoLinkStore)) {
     // P2 / P15 / P16: fenced below (per-put), by the pass's group fence, or
     // by the weak drain.
     P::Flush(&pred_pn->next, sizeof(pred_pn->next));

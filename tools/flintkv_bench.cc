@@ -64,10 +64,11 @@ DEFINE_string(key_format, "decimal",
               "decimal: zero-padded decimal digits; bytes: random bytes");
 DEFINE_string(pool_dir, "/dev/shm", "Directory for the pool files");
 DEFINE_string(impl, "all",
-              "flintkv|volatile|globallock|listdb|pmemrocksdb|all, or a "
-              "comma-separated list (all = the first three; the paper's "
-              "baselines listdb and pmemrocksdb: tools/baselines/, "
-              "docs/baselines.md)");
+              "flintkv|volatile|globallock|listdb|listdb-volatile|"
+              "pmemrocksdb|all, or a comma-separated list (all = the first "
+              "three; the paper's baselines listdb and pmemrocksdb: "
+              "tools/baselines/, docs/baselines.md; listdb-volatile: "
+              "ListDB's put without write-backs or fences)");
 DEFINE_int32(repeats, 3, "Runs per configuration; the median is reported");
 DEFINE_string(latency_model, "off",
               "off|optane: extra ns per flushed line and per fence "
@@ -221,9 +222,10 @@ int Main(int argc, char** argv) {
     std::string item;
     while (std::getline(ss, item, ',')) {
       if (item != "flintkv" && item != "volatile" && item != "globallock" &&
-          !IsBaseline(item)) {
+          !IsBaseline(item) && !IsProbeImpl(item)) {
         Die("--impl must be flintkv, volatile, globallock, listdb, "
-            "pmemrocksdb (or a comma-separated list of them) or all");
+            "listdb-volatile, pmemrocksdb (or a comma-separated list of "
+            "them) or all");
       }
       impls.push_back(item);
     }

@@ -24,6 +24,9 @@
 #include "pmem/pool.h"
 #include "tools/baselines/baseline_bench.h"
 #include "tools/bench_util.h"
+#ifdef FLINTKV_BENCH_PROBES
+#include "tools/probe_policies.h"
+#endif
 
 DECLARE_int32(key_size);
 DECLARE_int32(value_size);
@@ -336,6 +339,71 @@ RunResult RunOnce(const std::string& impl, const SkipListOptions& list_options,
 
 const std::string& PoolNotice() { return g_pool_notice; }
 
+#ifdef FLINTKV_BENCH_PROBES
+namespace {
+
+// Splits "base~probe~..." (tools/probe_policies.h); false if impl is not a
+// probe name.
+bool ParseProbe(const std::string& impl, std::string* base, uint32_t* mask,
+                bool* stats) {
+  size_t at = impl.find('~');
+  if (at == std::string::npos) return false;
+  *base = impl.substr(0, at);
+  if (*base != "flintkv" && *base != "volatile") return false;
+  *mask = 0;
+  *stats = true;
+  while (at != std::string::npos) {
+    size_t next = impl.find('~', at + 1);
+    std::string p = impl.substr(
+        at + 1, next == std::string::npos ? std::string::npos : next - at - 1);
+    if (p == "nolink") {
+      *mask |= static_cast<uint32_t>(memtable::MeasureProbe::kNoLinkStore);
+    } else if (p == "nocombine") {
+      *mask |= static_cast<uint32_t>(memtable::MeasureProbe::kNoCombining);
+    } else if (p == "nostats") {
+      *stats = false;
+    } else {
+      return false;
+    }
+    at = next;
+  }
+  return true;
+}
+
+template <class Base>
+RunResult RunProbed(const Config& c, SkipListOptions lo, uint32_t mask,
+                    int run_id) {
+  constexpr uint32_t kLink =
+      static_cast<uint32_t>(memtable::MeasureProbe::kNoLinkStore);
+  constexpr uint32_t kComb =
+      static_cast<uint32_t>(memtable::MeasureProbe::kNoCombining);
+  switch (mask) {
+    case 0:
+      return RunOnce<Base>(c.impl, lo, false, c.num, c.threads, run_id);
+    case kLink:
+      return RunOnce<Probed<Base, kLink>>(c.impl, lo, false, c.num, c.threads,
+                                          run_id);
+    case kComb:
+      return RunOnce<Probed<Base, kComb>>(c.impl, lo, false, c.num, c.threads,
+                                          run_id);
+    default:
+      return RunOnce<Probed<Base, kLink | kComb>>(c.impl, lo, false, c.num,
+                                                  c.threads, run_id);
+  }
+}
+
+}  // namespace
+
+bool IsProbeImpl(const std::string& impl) {
+  std::string base;
+  uint32_t mask;
+  bool stats;
+  return ParseProbe(impl, &base, &mask, &stats);
+}
+#else
+bool IsProbeImpl(const std::string&) { return false; }
+#endif
+
 RunResult RunImpl(const Config& c, int run_id) {
   if (IsBaseline(c.impl)) {
     BaselineConfig bc;
@@ -366,6 +434,19 @@ RunResult RunImpl(const Config& c, int run_id) {
     return r;
   }
   SkipListOptions lo;
+#ifdef FLINTKV_BENCH_PROBES
+  {
+    std::string base;
+    uint32_t mask;
+    bool stats;
+    if (ParseProbe(c.impl, &base, &mask, &stats)) {
+      lo.write_stats = stats;
+      return base == "flintkv"
+                 ? RunProbed<pmem::PmemPersist>(c, lo, mask, run_id)
+                 : RunProbed<pmem::NoPersist>(c, lo, mask, run_id);
+    }
+  }
+#endif
   if (c.impl == "flintkv" || c.impl == "flintkv-weak") {
     return RunOnce<pmem::PmemPersist>(c.impl, lo, c.impl == "flintkv-weak",
                                       c.num, c.threads, run_id);

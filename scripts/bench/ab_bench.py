@@ -5,7 +5,8 @@ Runs every binary given (label=path) once per round and thread count, in
 ABBA order (odd rounds reversed), each invocation measuring flintkv and the
 listdb baseline side by side (their order also alternates), then prints per
 thread count the medians of flintkv kops/s, listdb kops/s, the per-run ratio
-flintkv/listdb, and each binary's flintkv median over the first binary's.
+flintkv/listdb, and the median over rounds of each binary's flintkv (and
+volatile) result over the first binary's in the same round.
 Ratios, not absolute numbers, are the result on a shared noisy machine.
 --volatile adds the volatile skiplist (FlintKV's index and list on DRAM, no
 persistence) to every invocation, and the ratio flintkv/volatile.
@@ -25,22 +26,33 @@ RUN_RE = re.compile(r"^run \d+/\d+ (\S+)\s+threads=(\d+)\s+num=(\d+)\s+"
                     r"(\d+) ops/s.*cpus\s+([0-9.]+)")
 
 
-def run_one(path, threads, num, pool_dir, impl_order, extra):
+def run_bench(path, threads, num, pool_dir, impls, extra):
+    """One flintkv_bench process, one run of each impl (in that order):
+    {impl: (ops/s, CPUs used)}. Exits if an impl reported nothing."""
     cmd = [path, f"--num={num}", f"--threads={threads}",
-           f"--impl={impl_order}", "--repeats=1", "--verify=sample",
+           f"--impl={','.join(impls)}", "--repeats=1", "--verify=sample",
            f"--pool_dir={pool_dir}"] + extra
     out = subprocess.run(cmd, check=True, capture_output=True, text=True)
     got = {}
     for line in (out.stdout + out.stderr).splitlines():
         m = RUN_RE.match(line)
         if m:
-            kops = int(m.group(4)) / 1000.0
-            got[m.group(1)] = kops
-            # Per CPU-second: less sensitive to preemption by other jobs
-            # (but spinning waiters count).
-            got[m.group(1) + "/cpu"] = kops / max(float(m.group(5)), 0.01)
-    if any(i not in got for i in impl_order.split(",")):
-        sys.exit(f"ab_bench: no result from {' '.join(cmd)}:\n{out.stdout}")
+            got[m.group(1)] = (float(m.group(4)), float(m.group(5)))
+    missing = [i for i in impls if i not in got]
+    if missing:
+        sys.exit(f"{os.path.basename(sys.argv[0])}: no result for {missing} "
+                 f"from {' '.join(cmd)}:\n{out.stdout}{out.stderr}")
+    return got
+
+
+def run_one(path, threads, num, pool_dir, impl_order, extra):
+    got = {}
+    for impl, (ops, cpus) in run_bench(path, threads, num, pool_dir,
+                                       impl_order.split(","), extra).items():
+        got[impl] = ops / 1000.0
+        # Per CPU-second: less sensitive to preemption by other jobs (but
+        # spinning waiters count).
+        got[impl + "/cpu"] = got[impl] / max(cpus, 0.01)
     return got
 
 
@@ -90,14 +102,19 @@ def main():
     print(f"\n| binary | threads | num | flintkv kops/s | listdb kops/s | "
           f"flintkv/listdb | flintkv vs {base} | per CPU-s: flintkv/listdb "
           f"| per CPU-s: flintkv vs {base} |" +
-          (" flintkv/volatile | per CPU-s: flintkv/volatile |"
-           if a.volatile else ""))
+          (f" flintkv/volatile | per CPU-s: flintkv/volatile | "
+           f"volatile vs {base} |" if a.volatile else ""))
     print("|---|---:|---:|---:|---:|---:|---:|---:|---:|" +
-          ("---:|---:|" if a.volatile else ""))
+          ("---:|---:|---:|" if a.volatile else ""))
     med = statistics.median
+
+    def vs_base(label, t, key):
+        # Median over rounds of this binary's result over the first
+        # binary's in the same round (not a ratio of medians).
+        return med(x[key] / y[key]
+                   for x, y in zip(res[(label, t)], res[(base, t)]))
+
     for t in threads:
-        fb = med(x["flintkv"] for x in res[(base, t)])
-        fbc = med(x["flintkv/cpu"] for x in res[(base, t)])
         for label, _ in bins:
             runs = res[(label, t)]
             f = med(x["flintkv"] for x in runs)
@@ -105,15 +122,16 @@ def main():
             # Ratios: median of the per-run ratios (same time window).
             ratio = med(x["flintkv"] / x["listdb"] for x in runs)
             ratio_c = med(x["flintkv/cpu"] / x["listdb/cpu"] for x in runs)
-            fc = med(x["flintkv/cpu"] for x in runs)
             vol = ""
             if a.volatile:
                 vr = med(x["flintkv"] / x["volatile"] for x in runs)
                 vc = med(x["flintkv/cpu"] / x["volatile/cpu"] for x in runs)
-                vol = f" {vr:.3f} | {vc:.3f} |"
+                vol = (f" {vr:.3f} | {vc:.3f} | "
+                       f"{vs_base(label, t, 'volatile'):.3f} |")
             print(f"| {label} | {t} | {nums[t]} | {f:.0f} | {l:.0f} | "
-                  f"{ratio:.3f} | {f / fb:.3f} | {ratio_c:.3f} | "
-                  f"{fc / fbc:.3f} |" + vol)
+                  f"{ratio:.3f} | {vs_base(label, t, 'flintkv'):.3f} | "
+                  f"{ratio_c:.3f} | {vs_base(label, t, 'flintkv/cpu'):.3f} |"
+                  + vol)
 
 
 if __name__ == "__main__":

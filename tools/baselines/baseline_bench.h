@@ -2,7 +2,9 @@
 // --impl=pmemrocksdb): ListDB(sync) (listdb_sync.h) and the PMemRocksDB
 // staging tier (pmem_rocksdb.h), on a fresh FlintKV pool file, with the
 // bench's keys and value, the same start barrier and per-call latency
-// recording as the bench's own runs.
+// recording as the bench's own runs. --impl=listdb-volatile is ListDB's
+// put with pmem::NoPersist (no write-back, no fence): its DRAM side alone,
+// the counterpart of flintkv_bench's "volatile".
 //
 // After each run (not timed) the result is verified as flintkv's is: the
 // DRAM index holds exactly num keys in order, sampled keys are found with
@@ -21,7 +23,7 @@ namespace flintkv {
 namespace bench {
 
 struct BaselineConfig {
-  std::string impl;  // "listdb" or "pmemrocksdb"
+  std::string impl;  // "listdb", "listdb-volatile" or "pmemrocksdb"
   uint64_t num = 0;
   int threads = 1;
   size_t key_size = 16;
