@@ -19,6 +19,14 @@ size_t ShardBlock(size_t chunk_size) {
   return std::max<size_t>(b, 256) & ~(pmem::kNodeAlign - 1);
 }
 
+// A thread's own block: small, since every thread that ever wrote to the
+// list may hold one partly used (a shard block is shared by all the threads
+// that run on its CPUs); a refill under the list mutex every 16 KiB is
+// still one lock per ~128 nodes of the benchmark's size.
+size_t ThreadBlockSize(size_t shard_block) {
+  return std::min<size_t>(shard_block, 16 << 10);
+}
+
 char* AlignLine(char* p, char* end) {
   auto a = reinterpret_cast<uintptr_t>(p);
   char* q = reinterpret_cast<char*>((a + pmem::kCacheLine - 1) &
@@ -41,6 +49,7 @@ NodeArena::NodeArena(pmem::Region* region, uint64_t list_id, size_t chunk_size)
       list_id_(list_id),
       chunk_size_(chunk_size),
       shard_block_(ShardBlock(chunk_size)),
+      thread_block_(ThreadBlockSize(shard_block_)),
       num_shards_(NumShards()),
       shards_(new Shard[num_shards_]) {}
 
@@ -71,36 +80,53 @@ Status NodeArena::Allocate(size_t size, bool use_reserve, char** out) {
                       std::memory_order_relaxed);
     return Status::OK();
   }
-  if (size > shard_block_ / 4) {
+  if (size > thread_block_ / 4) {
     std::lock_guard<std::mutex> g(mu_);
     size_t got;
     return CarveLocked(size, size, use_reserve, out, &got);
   }
+  const int tid = ThreadId::Get();
+  if (tid >= 0) {
+    if (ThreadBlock* b = thread_blocks_.Get(tid)) {
+      return BumpFrom(b, thread_block_, size, use_reserve, out);
+    }
+  }
   int cpu = sched_getcpu();
   Shard& sh = shards_[cpu < 0 ? 0 : cpu % num_shards_];
   std::lock_guard<std::mutex> g(sh.mu);
-  if (sh.last_user != &tls_user) {
+  return BumpFrom(&sh, shard_block_, size, use_reserve, out);
+}
+
+Status NodeArena::BumpFrom(Block* b, size_t block_size, size_t size,
+                           bool use_reserve, char** out) {
+  if (b->last_user != &tls_user) {
     // No cache line holds nodes of two threads: they would flush and write
     // one line from two cores (false sharing), and a line's write-back
-    // would carry another thread's half-written node.
-    sh.cur = AlignLine(sh.cur, sh.end);
-    sh.last_user = &tls_user;
+    // would carry another thread's half-written node. (A thread block
+    // changes hands only when an exited thread's id is reused.)
+    b->cur = AlignLine(b->cur, b->end);
+    b->last_user = &tls_user;
   }
-  if (static_cast<size_t>(sh.end - sh.cur) < size) {
-    // The old block's tail (less than size) is given up.
+  if (static_cast<size_t>(b->end - b->cur) < size) {
+    const size_t want = std::max(size, b->refill ? b->refill : block_size);
     std::lock_guard<std::mutex> lm(mu_);
+    char* begin;
     size_t got;
-    Status s = CarveLocked(shard_block_, size, use_reserve, &sh.cur, &got);
+    Status s = CarveLocked(want, size, use_reserve, &begin, &got);
     if (!s.ok()) {
-      sh.end = sh.cur = nullptr;
-      sh.free.store(0, std::memory_order_relaxed);
+      b->end = b->cur = nullptr;
+      b->free.store(0, std::memory_order_relaxed);
       return s;
     }
-    sh.end = sh.cur + got;
+    // A carve right after the old block (nobody carved in between)
+    // continues it; else the old block's tail (less than size) is given up.
+    if (begin != b->end) b->cur = begin;
+    b->end = begin + got;
+    if (b->refill) b->refill = std::min(2 * b->refill, block_size);
   }
-  *out = sh.cur;
-  sh.cur += size;
-  sh.free.store(static_cast<size_t>(sh.end - sh.cur),
+  *out = b->cur;
+  b->cur += size;
+  b->free.store(static_cast<size_t>(b->end - b->cur),
                 std::memory_order_relaxed);
   return Status::OK();
 }
@@ -159,6 +185,9 @@ size_t NodeArena::UsedBytes() const {
   for (int i = 0; i < num_shards_; i++) {
     unused += shards_[i].free.load(std::memory_order_relaxed);
   }
+  thread_blocks_.ForEach([&unused](const ThreadBlock& b) {
+    unused += b.free.load(std::memory_order_relaxed);
+  });
   unused += free_.Bytes();
   return carved > unused ? carved - unused : 0;
 }

@@ -1,14 +1,18 @@
 // NodeArena: the PMEM space of one durable skiplist's nodes, modelled on
 // RocksDB's ConcurrentArena.
 //
-// Small nodes come from a few per-CPU shards, each a small block carved
-// from the list's current chunk under the list mutex; a node too big for a
-// shard block is carved from the chunk directly; a node bigger than a
-// quarter chunk gets a chunk of exactly its size. Nodes allocated with
-// use_reserve take the same path; only a new chunk they need may come from
-// the reserve. So a list holds at most one partly used chunk plus
-// one partly used shard block per shard, whatever the number of writer
-// threads. A cache line never holds nodes of two threads.
+// Small nodes come from a block of the calling thread's own (indexed by
+// ThreadId): a bump of a pointer no other thread writes, with no lock and
+// no shared cache line, the common path of every put. A thread's block is
+// carved from the list's current chunk under the list mutex when it runs
+// out. Threads without an id (ThreadId::Get() < 0) take per-CPU shards,
+// each a block under its own mutex. A node too big for a block is carved
+// from the chunk directly; a node bigger than a quarter chunk gets a chunk
+// of exactly its size. Nodes allocated with use_reserve take the same path;
+// only a new chunk they need may come from the reserve. So a list holds at
+// most one partly used chunk, one partly used block per thread id that
+// allocated from it, and one per shard. A cache line never holds nodes of
+// two threads.
 //
 // Reuse (standalone store with version GC): Free() returns a node's bytes
 // once its unlink is durable and no reader holds it (P12, the GC's duty);
@@ -16,7 +20,10 @@
 // AdoptChunks (recovery) frees every chunk byte no reachable node uses
 // (P14). A list that never frees pays one relaxed load per allocation.
 //
-// Thread safety: Allocate and Free may be called concurrently.
+// Thread safety: Allocate and Free may be called concurrently. A thread's
+// block is written only by the thread holding its id (ids pass from an
+// exited thread to a new one through ThreadId's free list, which orders
+// them); UsedBytes reads every block's `free` (relaxed).
 // Persistence: chunks are pool objects created atomically naming their
 // owner list (P8, Region::NewChunk); nodes carry no state here (their
 // persistence is the skiplist's, P1-P4), so no flush or fence is issued.
@@ -31,6 +38,7 @@
 
 #include "flintkv/status.h"
 #include "memtable/free_extents.h"
+#include "memtable/slot_pages.h"
 #include "pmem/region.h"
 
 namespace flintkv {
@@ -67,13 +75,30 @@ class NodeArena {
   size_t UsedBytes() const;
 
  private:
-  struct alignas(64) Shard {
-    std::mutex mu;
-    char* cur = nullptr;  // under mu
+  // A run of fresh bytes that nodes are bumped from.
+  struct Block {
+    char* cur = nullptr;
     char* end = nullptr;
     const void* last_user = nullptr;  // thread of the last allocation
     std::atomic<size_t> free{0};      // end - cur, for UsedBytes
+    size_t refill = 0;  // bytes of the next block (0: the full block size)
   };
+  // Its thread's only. Starts small and doubles with every refill up to
+  // the full size, so that a thread that writes a few nodes to a list
+  // holds little of it (RocksDB may run many writers over small
+  // memtables); a busy thread soon takes a lock once per full block.
+  struct alignas(64) ThreadBlock : Block {
+    ThreadBlock() { refill = 1 << 10; }
+  };
+  struct alignas(64) Shard : Block {
+    std::mutex mu;  // guards the Block
+  };
+
+  // Bumps size bytes from b (its owner or its lock held), first carving a
+  // new block (b->refill bytes, growing to block_size) from the chunk if b
+  // has less than size left.
+  Status BumpFrom(Block* b, size_t block_size, size_t size, bool use_reserve,
+                  char** out);
 
   // Up to want bytes (at least need) from the current chunk, starting a new
   // one (from the reserve if allowed) when it has less than need left.
@@ -85,9 +110,11 @@ class NodeArena {
   const uint64_t list_id_;
   const size_t chunk_size_;
   const size_t shard_block_;
+  const size_t thread_block_;
   const int num_shards_;
   std::unique_ptr<Shard[]> shards_;
-  std::mutex mu_;  // the current chunk
+  SlotPages<ThreadBlock, 8> thread_blocks_;  // by ThreadId
+  std::mutex mu_;                            // the current chunk
   char* chunk_cur_ = nullptr;
   char* chunk_end_ = nullptr;
   std::atomic<size_t> reserved_{0};  // chunk bytes

@@ -104,9 +104,9 @@ TEST(NodeArenaTest, ThreadsGetDisjointAlignedNodesOnLinesOfTheirOwn) {
   EXPECT_GE(f.arena->ReservedBytes(), f.arena->UsedBytes());
   // Bounded waste, not a chunk per node: a big node (> chunk / 4) takes a
   // chunk and gives up at most one chunk's tail; small and mid-size nodes
-  // lose at most a shard block's tail shorter than the node (< 1/6 of a
-  // block here), a partial line per change of thread, and one partly used
-  // chunk plus one block per shard at the end.
+  // lose at most a block's tail shorter than the node (< 1/6 of a block
+  // here), a partial line per change of thread, and one partly used chunk
+  // plus one block per thread at the end.
   size_t big = 0;
   for (const Piece& p : pieces) big += p.size > kChunk / 4;
   EXPECT_LE(f.arena->ReservedBytes(),

@@ -101,8 +101,8 @@ TEST(SkipListArenaTest, BigAndReserveNodesTakeWhatTheyNeed) {
   EXPECT_LE(f.list->PmemBytesUsed(), 16 * pmem::NvmNode::AllocSize(100));
 }
 
-// Many writer threads share a few arena shards instead of taking
-// a chunk each.
+// Many writer threads that write a few nodes each share a chunk instead
+// of taking a chunk each: a thread's own block starts small (NodeArena).
 TEST(SkipListArenaTest, ManyThreadsShareChunks) {
   const size_t kChunk = 64 << 10;
   Fixture f(memtable::SkipListOptions{}, kChunk);

@@ -134,8 +134,9 @@ Register m3("recover_crash_in_ingest", [](const std::string& d) {
 // compares databases of different runs), so the memtable switch is made
 // at a fixed point, not where the fill crosses write_buffer_size: that
 // point moves with the memtable's ApproximateMemoryUsage, which depends on
-// which CPUs the writer ran on (NodeArena carves per-CPU shard blocks, as
-// RocksDB's ConcurrentArena does). A writer moved to another CPU mid-fill
+// which CPUs the writer ran on (RocksDB's ConcurrentArena, which holds the
+// index, carves per-CPU shard blocks, as NodeArena once did for the
+// nodes). A writer moved to another CPU mid-fill
 // switched one Put later, and the run held one more key. With background
 // work paused, a Flush that does not wait switches the memtable and never
 // flushes it. The fill stays far below write_buffer_size; both counts are
