@@ -36,12 +36,14 @@
 //  P5 readers filter by a cached visible_version, which a batch advances
 //     once, after all its nodes are linked.
 //  P12-P14 (version GC, standalone store only): see memtable/version_gc.h.
-//  P15 (group commit) a pass links every ready strong advertisement, flushes
-//     their versions and predecessor pointers, fences once, and only then
-//     publishes visible_version and releases their waiters. A crash before
-//     that fence may leave any subset of the pass's nodes linked, with
-//     version MAX or their version: none was acknowledged or visible, so
-//     recovery keeps those with a version and drops those with MAX (P4).
+//  P15 (group commit) a pass links every ready strong advertisement it
+//     serves (every slot's while a thread waits for the lock, else only its
+//     own: Attach), flushes their versions and predecessor pointers, fences
+//     once, and only then publishes visible_version and releases their
+//     waiters. A crash before that fence may leave any subset of the pass's
+//     nodes linked, with version MAX or their version: none was
+//     acknowledged or visible, so recovery keeps those with a version and
+//     drops those with MAX (P4).
 //  P16 (weak durability) a write with sync=false is released once visible;
 //     its version/link words are recorded as unpersisted. Before the durable
 //     cut moves past them (Persist, a strong pass, the background bound),
@@ -332,9 +334,12 @@ class DurableSkipList {
   int Attach(Slot* slot);
   // Alg. 1 line 40: releases the combiner lock with the full fence.
   void ReleaseCombinerWithFullFence(Slot* me);
-  void CombineAll(Slot* me);
-  void CombineStrong(Slot* me, uint64_t* v);
-  void CombineWeak(Slot* me, uint64_t* v);
+  void CombineAll(Slot* me, bool everyone);
+  // fn(Slot&) on every slot if everyone, else on *me only.
+  template <class Fn>
+  void ForEachServed(Slot* me, bool everyone, Fn fn);
+  void CombineStrong(Slot* me, bool everyone, uint64_t* v);
+  void CombineWeak(Slot* me, bool everyone, uint64_t* v);
   bool ProcessPut(PutAdv* adv, uint64_t v, LinkMode mode, Slot* me);
   void ProcessBatch(std::vector<PutAdv>* batch, uint64_t v, Slot* me);
   void ProcessBatchWeak(std::vector<PutAdv>* batch, uint64_t v, Slot* me);
@@ -391,6 +396,10 @@ class DurableSkipList {
   // Starts a cache line (CombinerLock adds no padding of its own) and
   // shares it with the combiner-only state below.
   alignas(64) CombinerLock combiner_lock_;
+  // Threads in Attach that found the lock taken. A combiner scans every
+  // slot only while this is non-zero (else it serves its own put alone).
+  // In the lock's line, which the holder and the waiters touch anyway.
+  std::atomic<int> waiters_{0};
   // Under the combiner lock: strong waiters of the current group pass,
   // and the weak state (P16/P17).
   std::vector<Slot*> group_;

@@ -39,14 +39,26 @@ int DurableSkipList<P>::Attach(Slot* slot) {
   slot->status.store(kReady, std::memory_order_release);
   P::OnAdvertise();  // test seam (crash simulator); empty in production
   int spins = 0;
+  bool waiting = false;  // counted in waiters_
   while (true) {
     int st = slot->status.load(std::memory_order_acquire);
-    if (st != kReady) return st;  // early release by another combiner
+    if (st != kReady) {  // early release by another combiner
+      if (waiting) waiters_.fetch_sub(1, std::memory_order_relaxed);
+      return st;
+    }
     if (combiner_lock_.TryLock()) {
+      if (waiting) waiters_.fetch_sub(1, std::memory_order_relaxed);
+      // Uncontended (no other thread counted itself waiting): the pass
+      // serves our own advertisement only and reads no other thread's
+      // slot, so a put's shared-memory traffic is the lock's line alone.
+      // Relaxed: a waiter this misses is not lost, it retries the lock
+      // (or is served by a later pass), so the count only decides whether
+      // a scan is worth its misses.
+      const bool everyone = waiters_.load(std::memory_order_relaxed) != 0;
       // No clock read for lists without statistics (the RocksDB memtable).
       const bool timed = slot->stats != nullptr;
       uint64_t t0 = timed ? Ticks() : 0;
-      CombineAll(slot);
+      CombineAll(slot, everyone);
       if (timed) Bump(slot, &SlotStats::crit_ticks, Ticks() - t0);
       if (slot->sync) {
         // Alg. 1 lines 39-40 (P2, P15): our own strong write was fenced
@@ -59,6 +71,12 @@ int DurableSkipList<P>::Attach(Slot* slot) {
         combiner_lock_.Unlock();
       }
       return slot->status.load(std::memory_order_acquire);
+    }
+    if (!waiting) {
+      // Counted once the lock was found taken, so that its holder (or the
+      // next) scans the slots and serves us.
+      waiting = true;
+      waiters_.fetch_add(1, std::memory_order_relaxed);
     }
     detail::Backoff(&spins);
   }
@@ -73,24 +91,38 @@ void DurableSkipList<P>::ReleaseCombinerWithFullFence(Slot* me) {
 // One pass: the strong (sync) advertisements first, then the weak ones, so
 // that every strong write of the pass is durable (P2/P15) before a weak
 // epoch may start (P17's cut must not fall below an acknowledged write).
+// The pass serves the ready advertisements among every slot, or only me's
+// (everyone false: Attach saw no thread waiting). Serving a subset is
+// always sound: an advertisement not served stays kReady, unacknowledged,
+// and its thread retries the lock.
 template <class P>
-void DurableSkipList<P>::CombineAll(Slot* me) {
+void DurableSkipList<P>::CombineAll(Slot* me, bool everyone) {
   combiner_lock_.AssertHeld();
   P::OnPassStart();  // test seam (crash simulator); empty in production
   Bump(me, &SlotStats::passes);
   uint64_t v = visible_version_.load(std::memory_order_relaxed);
-  CombineStrong(me, &v);
-  CombineWeak(me, &v);
+  CombineStrong(me, everyone, &v);
+  CombineWeak(me, everyone, &v);
 }
 
 template <class P>
-void DurableSkipList<P>::CombineStrong(Slot* me, uint64_t* v) {
+template <class Fn>
+void DurableSkipList<P>::ForEachServed(Slot* me, bool everyone, Fn fn) {
+  if (everyone) {
+    ForEachSlot(this, fn);
+  } else {
+    fn(*me);
+  }
+}
+
+template <class P>
+void DurableSkipList<P>::CombineStrong(Slot* me, bool everyone, uint64_t* v) {
   combiner_lock_.AssertHeld();
   const bool group =
       options_.commit_mode == SkipListOptions::CommitMode::kGroup;
   bool started = false;
   group_.clear();
-  ForEachSlot(this, [&](Slot& s) {
+  ForEachServed(me, everyone, [&](Slot& s) {
     if (s.status.load(std::memory_order_acquire) != kReady || !s.sync) return;
     Bump(me, &SlotStats::ads);
     if (!started) {
@@ -135,9 +167,9 @@ void DurableSkipList<P>::CombineStrong(Slot* me, uint64_t* v) {
 }
 
 template <class P>
-void DurableSkipList<P>::CombineWeak(Slot* me, uint64_t* v) {
+void DurableSkipList<P>::CombineWeak(Slot* me, bool everyone, uint64_t* v) {
   combiner_lock_.AssertHeld();
-  ForEachSlot(this, [&](Slot& s) {
+  ForEachServed(me, everyone, [&](Slot& s) {
     if (s.status.load(std::memory_order_acquire) != kReady || s.sync) return;
     Bump(me, &SlotStats::ads);
     // P16: bounded (SkipListOptions::max_unpersisted_writes); the next
