@@ -54,7 +54,10 @@ int DurableSkipList<P>::Attach(Slot* slot) {
       // Relaxed: a waiter this misses is not lost, it retries the lock
       // (or is served by a later pass), so the count only decides whether
       // a scan is worth its misses.
-      const bool everyone = waiters_.load(std::memory_order_relaxed) != 0;
+      // The crash simulator's lockstep hook waits here until every thread
+      // advertised, and then asks for the scan: its multi-put passes.
+      const bool everyone =
+          P::OnPassStart() || waiters_.load(std::memory_order_relaxed) != 0;
       // No clock read for lists without statistics (the RocksDB memtable).
       const bool timed = slot->stats != nullptr;
       uint64_t t0 = timed ? Ticks() : 0;
@@ -98,7 +101,6 @@ void DurableSkipList<P>::ReleaseCombinerWithFullFence(Slot* me) {
 template <class P>
 void DurableSkipList<P>::CombineAll(Slot* me, bool everyone) {
   combiner_lock_.AssertHeld();
-  P::OnPassStart();  // test seam (crash simulator); empty in production
   Bump(me, &SlotStats::passes);
   uint64_t v = visible_version_.load(std::memory_order_relaxed);
   CombineStrong(me, everyone, &v);

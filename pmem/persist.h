@@ -67,8 +67,10 @@ inline size_t LinesIn(const void* p, size_t n) {
 
 struct PmemPersist {
   // Test seams of the crash simulator (SimPersist); nothing here.
+  // OnPassStart runs when a combiner took the lock, before it decides
+  // whom its pass serves; true asks it to scan every slot.
   static void OnAdvertise() {}
-  static void OnPassStart() {}
+  static constexpr bool OnPassStart() { return false; }
   // Test seams of the GC race test (tests/store/gc_race_concurrency_test.cc):
   // OnBeforePromote(node) runs in Insert between a node's level-0 link and
   // its Promote; OnGcPredFound(node, level) in the version GC between
@@ -125,7 +127,7 @@ struct PmemPersist {
 struct NoPersist {
   // Test seams of the crash simulator (SimPersist); nothing here.
   static void OnAdvertise() {}
-  static void OnPassStart() {}
+  static constexpr bool OnPassStart() { return false; }
   static void OnBeforePromote(const void*) {}  // GC race seams: nothing
   static void OnGcPredFound(const void*, int) {}
   static constexpr bool kDurable = false;

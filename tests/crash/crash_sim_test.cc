@@ -183,8 +183,12 @@ TEST_F(CrashSimTest, LockstepGroupCommit) {
   o.group_commit = true;
   CampaignResult r = RunTimed("lockstep group commit", o);
   EXPECT_EQ(r.failures, 0u) << r.Summary();
-  // The multi-advertisement passes really happened.
-  EXPECT_GT(r.ads_served, r.passes + o.ops_per_thread);
+  // The multi-advertisement passes really happened: the first pass of a
+  // round serves all 4 threads, the other passes serve retries, so more
+  // than 2.5 per pass while retries take fewer passes than there are
+  // rounds (3.3-3.7 measured; 1.9 when a pass decided whom to serve
+  // before the hook had waited for the others).
+  EXPECT_GT(2 * r.ads_served, 5 * r.passes) << r.Summary();
   EXPECT_EQ(r.crash_points, r.fences + 1);
 }
 
@@ -192,7 +196,7 @@ TEST_F(CrashSimTest, LockstepPerPut) {
   CampaignOptions o = Lockstep(22);
   CampaignResult r = RunTimed("lockstep per-put", o);
   EXPECT_EQ(r.failures, 0u) << r.Summary();
-  EXPECT_GT(r.ads_served, r.passes + o.ops_per_thread);
+  EXPECT_GT(2 * r.ads_served, 5 * r.passes) << r.Summary();
 }
 
 TEST_F(CrashSimTest, LockstepWeak) {
@@ -204,7 +208,7 @@ TEST_F(CrashSimTest, LockstepWeak) {
     CampaignResult r = RunTimed(
         std::string("lockstep weak, ") + (group ? "group" : "per-put"), o);
     EXPECT_EQ(r.failures, 0u) << r.Summary();
-    EXPECT_GT(r.ads_served, r.passes + o.ops_per_thread);
+    EXPECT_GT(2 * r.ads_served, 5 * r.passes) << r.Summary();
     EXPECT_GT(r.persists, 0u);
   }
 }

@@ -178,17 +178,21 @@ class SimDomain {
 
   // Test seams the skiplist reaches through SimPersist: every advertisement
   // is counted, and the pass hook runs at the start of every combining pass
-  // (combiner lock held, domain lock not held). Set the hook only while no
-  // workload thread runs. Used to build multi-advertisement passes
-  // deterministically (the combiner waits until the others advertised).
+  // (combiner lock held, domain lock not held), before the combiner decides
+  // whom the pass serves. Set the hook only while no workload thread runs.
+  // Used to build multi-advertisement passes deterministically (the
+  // combiner waits until the others advertised): a pass after the hook ran
+  // scans every slot, whether or not the others counted themselves waiting.
   void set_pass_hook(std::function<void()> hook) {
     pass_hook_ = std::move(hook);
   }
   void NoteAdvertise() {
     advertisements_.fetch_add(1, std::memory_order_acq_rel);
   }
-  void NotePassStart() {
-    if (pass_hook_) pass_hook_();
+  bool NotePassStart() {
+    if (!pass_hook_) return false;
+    pass_hook_();
+    return true;
   }
   uint64_t advertisements() const {
     return advertisements_.load(std::memory_order_acquire);
@@ -283,8 +287,9 @@ struct SimPersist {
   static void OnAdvertise() {
     if (SimDomain* d = SimDomain::Current()) d->NoteAdvertise();
   }
-  static void OnPassStart() {
-    if (SimDomain* d = SimDomain::Current()) d->NotePassStart();
+  static bool OnPassStart() {
+    SimDomain* d = SimDomain::Current();
+    return d != nullptr && d->NotePassStart();
   }
   static bool Faulty(Fault f) {
     return f != Fault::kNone &&
