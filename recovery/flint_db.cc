@@ -12,7 +12,7 @@
 #include <utility>
 #include <vector>
 
-#include "memtable/rocksdb/option_checks.h"
+#include "memtable/rocksdb/recovery_port.h"
 #include "recovery/publishing_db.h"
 #include "recovery/write_admission.h"
 #include "rocksdb/convenience.h"
@@ -28,13 +28,13 @@ using rocksdb::WriteOptions;
 
 class FlintDB : public recovery::PublishingDB {
  public:
-  FlintDB(rocksdb::DB* db, std::shared_ptr<rocks::PoolSession> pool,
+  FlintDB(rocksdb::DB* db, const rocks::RecoveryPort& port,
           std::shared_ptr<rocksdb::MemTableRepFactory> factory,
           const std::vector<ColumnFamilyHandle*>& handles)
-      : recovery::PublishingDB(db, pool->pool()),
-        pool_(std::move(pool)),
+      : recovery::PublishingDB(db, port.pool()),
+        port_(port),
         factory_(std::move(factory)),
-        admission_(db, pool_.get(), factory_.get(), &cfs_, gate(),
+        admission_(db, port_.pool(), factory_.get(), &cfs_, gate(),
                    [this] { Publish(); }) {
     for (ColumnFamilyHandle* h : handles) cfs_.Track(h);
   }
@@ -270,17 +270,14 @@ class FlintDB : public recovery::PublishingDB {
  private:
   rocksdb::Status Admissible(const rocksdb::DBOptions& db,
                              const rocksdb::ColumnFamilyOptions& cf) const {
-    rocks::OptionContext ctx;
-    ctx.pool = pool_.get();
-    ctx.wrapper = true;
-    return rocks::CheckOptions(db, cf, ctx);
+    return port_.CheckOptions(db, cf, rocks::OpenKind::kRecoverEveryOpen);
   }
   rocksdb::ColumnFamilyOptions Durable(rocksdb::ColumnFamilyOptions o) {
     o.memtable_factory = factory_;
     return o;
   }
 
-  std::shared_ptr<rocks::PoolSession> pool_;
+  rocks::RecoveryPort port_;  // keeps the pool's session alive
   std::shared_ptr<rocksdb::MemTableRepFactory> factory_;
   recovery::FamilyHandles cfs_;
   recovery::WriteAdmission admission_;
@@ -290,10 +287,10 @@ class FlintDB : public recovery::PublishingDB {
 
 }  // namespace
 
-rocksdb::DB* NewFlintDB(rocksdb::DB* db, std::shared_ptr<rocks::PoolSession> h,
+rocksdb::DB* NewFlintDB(rocksdb::DB* db, const rocks::RecoveryPort& port,
                         std::shared_ptr<rocksdb::MemTableRepFactory> factory,
                         const std::vector<rocksdb::ColumnFamilyHandle*>& cfs) {
-  return new FlintDB(db, std::move(h), std::move(factory), cfs);
+  return new FlintDB(db, port, std::move(factory), cfs);
 }
 
 }  // namespace flintkv

@@ -25,7 +25,7 @@
 #include <memory>
 #include <vector>
 
-#include "memtable/rocksdb/pool_session.h"
+#include "memtable/rocksdb/recovery_port.h"
 #include "rocksdb/db.h"
 
 namespace flintkv {
@@ -33,7 +33,7 @@ namespace flintkv {
 // Takes ownership of db. factory: the flintkv factory every column family
 // uses (CreateColumnFamily on the wrapper sets it too); cfs: the handles
 // OpenDB returned (DeleteRange in a WriteBatch flushes by handle).
-rocksdb::DB* NewFlintDB(rocksdb::DB* db, std::shared_ptr<rocks::PoolSession> h,
+rocksdb::DB* NewFlintDB(rocksdb::DB* db, const rocks::RecoveryPort& port,
                         std::shared_ptr<rocksdb::MemTableRepFactory> factory,
                         const std::vector<rocksdb::ColumnFamilyHandle*>& cfs);
 

@@ -15,8 +15,7 @@
 #include "flintkv/rocksdb_memtable.h"
 #include "memtable/list_walk.h"
 #include "memtable/rocksdb/memtable_meta.h"
-#include "memtable/rocksdb/pool_session.h"
-#include "memtable/rocksdb/status_convert.h"
+#include "memtable/rocksdb/recovery_port.h"
 #include "memtable/rocksdb/watermark.h"
 #include "recovery/internal_key_cmp.h"
 #include "recovery/replay.h"
@@ -311,13 +310,13 @@ ListSummary InspectList(pmem::Pool* pool, pmem::ListRoot* l,
 
 rocksdb::Status InspectPool(const std::string& pool_dir, PoolSummary* out,
                             const InspectOptions& options) {
-  std::string path = rocks::PoolSession::PoolPath(pool_dir);
+  std::string path = rocks::RecoveryPort::PoolPath(pool_dir);
   struct stat st;
   if (stat(path.c_str(), &st) != 0) {
     return rocksdb::Status::NotFound("flintkv: no pool at " + path);
   }
-  std::shared_ptr<rocks::PoolSession> h;
-  Status s = rocks::PoolSession::OpenExisting(pool_dir, &h);
+  rocks::RecoveryPort port;
+  rocksdb::Status s = rocks::RecoveryPort::OpenExisting(pool_dir, &port);
   if (s.IsBusy()) {
     // Open in another process (libpmemobj flocks an open pool): in use,
     // not corrupt, and not read while its owner may be writing it.
@@ -327,8 +326,8 @@ rocksdb::Status InspectPool(const std::string& pool_dir, PoolSummary* out,
         (holder.empty() ? " by another process" : holder) +
         "; not inspected (close that process first)");
   }
-  if (!s.ok()) return rocks::ToRocks(s);
-  pmem::Pool* pool = h->pool();
+  if (!s.ok()) return s;
+  pmem::Pool* pool = port.pool();
   Watermark wm(pool);
   *out = PoolSummary();
   out->path = pool->path();
@@ -347,7 +346,7 @@ rocksdb::Status InspectPool(const std::string& pool_dir, PoolSummary* out,
   } else if (!root.ok()) {
     first_error = root.ToString();
   }
-  const std::set<uint64_t> left = h->LeftoverIds();
+  const std::set<uint64_t> left = port.LeftoverIds();
   // Nothing named: RocksDB's default comparator, trusted only if it fits.
   bool assume_bytewise = !options.comparator &&
                          options.comparator_name.empty() && options.db.empty();

@@ -9,8 +9,7 @@
 #include <vector>
 
 #include "flintkv/rocksdb_memtable.h"
-#include "memtable/rocksdb/pool_session.h"
-#include "memtable/rocksdb/status_convert.h"
+#include "memtable/rocksdb/recovery_port.h"
 #include "memtable/rocksdb/watermark.h"
 #include "recovery/flint_db.h"
 #include "recovery/pool_claim.h"
@@ -18,8 +17,8 @@
 
 namespace flintkv {
 
-using rocks::PoolSession;
-using rocks::ToRocks;
+using rocks::OpenKind;
+using rocks::RecoveryPort;
 
 rocksdb::Status OpenDB(const rocksdb::DBOptions& db_options,
                        const std::string& name,
@@ -37,14 +36,15 @@ rocksdb::Status OpenDB(const rocksdb::DBOptions& db_options,
   }
   // The pool (created for a new DB), claimed for this DB: the wrapper
   // recovers its leftovers at every open (S3 checks they are its own).
-  std::shared_ptr<PoolSession> h;
-  Status hs = PoolSession::Open(o.memtable.pool_dir, o.memtable.pool_size,
-                                o.memtable.chunk_size, &h);
-  if (hs.ok()) hs = h->Claim(recovery::BindingFor(name, o), /*wrapper=*/true);
-  if (!hs.ok()) return ToRocks(hs);
-  const bool recover = !h->ClaimedLists().empty();
+  RecoveryPort port;
+  rocksdb::Status s = RecoveryPort::Open(o.memtable, &port);
+  if (s.ok()) {
+    s = port.Claim(name, OpenKind::kRecoverEveryOpen, recovery::OverridesOf(o));
+  }
+  if (!s.ok()) return s;
+  const bool recover = !port.ClaimedLists().empty();
   std::shared_ptr<rocksdb::MemTableRepFactory> factory;
-  rocksdb::Status s = NewMemTableRepFactory(o.memtable, &factory);
+  s = NewMemTableRepFactory(o.memtable, &factory);
   std::vector<rocksdb::ColumnFamilyDescriptor> descs(cfs);
   for (auto& cf : descs) {
     cf.options.memtable_factory = factory;
@@ -70,7 +70,7 @@ rocksdb::Status OpenDB(const rocksdb::DBOptions& db_options,
     }
   }
   if (!s.ok()) {
-    h->ReleaseClaim();
+    port.ReleaseClaim();
     if (db) {
       for (auto* cf : *handles) db->DestroyColumnFamilyHandle(cf);
       handles->clear();
@@ -79,10 +79,10 @@ rocksdb::Status OpenDB(const rocksdb::DBOptions& db_options,
     return s;
   }
   // New epoch: entries of this run have seq > LastSequence now.
-  Watermark wm(h->pool());
+  Watermark wm(port.pool());
   wm.SetPublished(db->GetLatestSequenceNumber());
   wm.Enable();
-  *dbptr = NewFlintDB(db, h, factory, *handles);
+  *dbptr = NewFlintDB(db, port, factory, *handles);
   return rocksdb::Status::OK();
 }
 

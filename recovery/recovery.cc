@@ -15,9 +15,7 @@
 #include <string>
 
 #include "flintkv/rocksdb_memtable.h"
-#include "memtable/rocksdb/crash_point.h"
-#include "memtable/rocksdb/pool_session.h"
-#include "memtable/rocksdb/status_convert.h"
+#include "memtable/rocksdb/recovery_port.h"
 #include "memtable/rocksdb/watermark.h"
 #include "recovery/pool_claim.h"
 #include "recovery/progress.h"
@@ -28,11 +26,12 @@
 #include "recovery/sequence_clock.h"
 #include "recovery/sst_ingest.h"
 #include "recovery/triage.h"
+#include "rocksdb_common/crash_point.h"
 
 namespace flintkv {
 
-using rocks::PoolSession;
-using rocks::ToRocks;
+using rocks::OpenKind;
+using rocks::RecoveryPort;
 
 namespace recovery {
 namespace {
@@ -41,7 +40,7 @@ namespace {
 // (recovery/refusals.h), on the DB as RocksDB's open left it. *cf_state
 // is taken again when a flush moved WAL replay into SST files.
 rocksdb::Status RefuseUnsafeReplay(
-    rocksdb::DB* db, PoolSession* h,
+    rocksdb::DB* db, RecoveryPort* port,
     const std::vector<rocksdb::ColumnFamilyHandle*>& handles,
     const std::map<uint32_t, rocksdb::ColumnFamilyHandle*>& cf_by_id,
     const std::vector<pmem::ListRoot*>& lists,
@@ -57,11 +56,11 @@ rocksdb::Status RefuseUnsafeReplay(
   }
   // S9: the lives' empty lists tell their families too.
   std::vector<pmem::ListRoot*> evidence = lists;
-  for (pmem::ListRoot* l : h->ClaimedEmptyLists()) evidence.push_back(l);
+  for (pmem::ListRoot* l : port->ClaimedEmptyLists()) evidence.push_back(l);
   ds = RefuseOlderDb(db, evidence, cf_by_id, o);
   if (!ds.ok()) return ds;
-  ds = RefuseRecoveredAlready(h->pool(), lists, h->claim_recovered_upto(), done,
-                              o);
+  ds = RefuseRecoveredAlready(port->pool(), lists, port->claim_recovered_upto(),
+                              done, o);
   if (!ds.ok()) return ds;
   return rocksdb::Status::OK();
 }
@@ -108,14 +107,14 @@ rocksdb::Status FlushAndDrop(
 }
 
 // Ends the recovery: the claim becomes the life it begins.
-void FinishLife(rocksdb::DB* db, PoolSession* h, bool replayed,
+void FinishLife(rocksdb::DB* db, RecoveryPort* port, bool replayed,
                 const RecoveryOptions& o, const RecoveryReport& r) {
   // S3: the life this recovery begins builds on the DB as it is now. Not
   // LastSequence, which a reopen may not reach (a WAL-replayed write to a
   // column family dropped since counts there and nowhere durable): the
   // newest sequence number in its files, which a reopen reaches, or the
   // clock's import, which is durable.
-  h->FinishRecovery(std::max(NewestFileSeq(db), r.sequence_raised_to));
+  port->FinishRecovery(std::max(NewestFileSeq(db), r.sequence_raised_to));
   if (replayed) {
     // S8: the DB's OPTIONS file records, with the DB, which lists are in
     // it now (a backup or checkpoint does not take the record file). An
@@ -136,14 +135,14 @@ void FinishLife(rocksdb::DB* db, PoolSession* h, bool replayed,
 // RecoverInto on a pool claimed for db; handles: without a leftover clock.
 rocksdb::Status RecoverClaimed(
     rocksdb::DB* db, const std::vector<rocksdb::ColumnFamilyHandle*>& handles,
-    PoolSession* h, const RecoveryOptions& o, RecoveryReport* r) {
-  pmem::Pool* pool = h->pool();
+    RecoveryPort* port, const RecoveryOptions& o, RecoveryReport* r) {
+  pmem::Pool* pool = port->pool();
   Watermark wm(pool);
   std::map<uint32_t, rocksdb::ColumnFamilyHandle*> cf_by_id;
   for (auto* cf : handles) cf_by_id[cf->GetID()] = cf;
   // S3: only the lists the claim found to be this DB's (list_id order).
-  std::vector<pmem::ListRoot*> lists = h->ClaimedLists();
-  if (!h->claim_note().empty()) LogInfo(o, "flintkv: " + h->claim_note());
+  std::vector<pmem::ListRoot*> lists = port->ClaimedLists();
+  if (!port->claim_note().empty()) LogInfo(o, "flintkv: " + port->claim_note());
   r->lists_found = lists.size();
   rocksdb::Status s = CheckRootWords(pool, &wm, o, r);
   if (s.ok()) s = FinishInterruptedReset(db, pool, &wm, o, &lists);
@@ -159,7 +158,8 @@ rocksdb::Status RecoverClaimed(
   if (!lists.empty()) {
     recorded = ReadRecordFile(db);
     done = RecordedLines(recorded);
-    s = RefuseUnsafeReplay(db, h, handles, cf_by_id, lists, done, o, &cf_state);
+    s = RefuseUnsafeReplay(db, port, handles, cf_by_id, lists, done, o,
+                           &cf_state);
     if (!s.ok()) return s;
   }
   Triage(pool, &lists, o, r);
@@ -180,7 +180,7 @@ rocksdb::Status RecoverClaimed(
   if (!s.ok()) return s;
   r->flush_seconds = Seconds(start);
   replay::RemoveSstDir(db);
-  FinishLife(db, h, !plans.empty(), o, *r);
+  FinishLife(db, port, !plans.empty(), o, *r);
   LogInfo(o, "flintkv: recovery: " + r->ToString());
   return rocksdb::Status::OK();
 }
@@ -238,16 +238,16 @@ rocksdb::Status RecoverInto(
     rocksdb::Status ds = db->DropColumnFamily(cf);
     if (!ds.ok()) return ds;
   }
-  std::shared_ptr<PoolSession> h;
-  Status hs = PoolSession::OpenExisting(o.memtable.pool_dir, &h);
-  if (!hs.ok()) return ToRocks(hs);
-  if (!h->claimed()) {
+  RecoveryPort port;
+  rocksdb::Status s = RecoveryPort::OpenExisting(o.memtable.pool_dir, &port);
+  if (!s.ok()) return s;
+  if (!port.claimed()) {
     return rocksdb::Status::InvalidArgument(
-        "flintkv: RecoverInto without a claim on pool " + h->pool()->path() +
+        "flintkv: RecoverInto without a claim on pool " + port.pool()->path() +
         ": call BeginRecovery(db_path, options) before DB::Open");
   }
-  rocksdb::Status s = recovery::RecoverClaimed(db, handles, h.get(), o, r);
-  if (!s.ok()) h->ReleaseClaim();
+  s = recovery::RecoverClaimed(db, handles, &port, o, r);
+  if (!s.ok()) port.ReleaseClaim();
   return s;
 }
 
@@ -255,19 +255,14 @@ rocksdb::Status RecoverDB(const rocksdb::Options& db_options,
                           const std::string& db_path,
                           std::vector<rocksdb::ColumnFamilyDescriptor> cfs,
                           const RecoveryOptions& o, RecoveryReport* report) {
-  rocksdb::Status s = BeginRecovery(db_path, o);
+  // This open only replays and closes: exempt from the space rule.
+  rocksdb::Status s =
+      recovery::ClaimExisting(db_path, o, OpenKind::kReplayAndClose);
   if (!s.ok()) return s;
   auto fail = [&](rocksdb::Status st) {
     EndRecovery(o.memtable.pool_dir);
     return st;
   };
-  {
-    // This open only replays and closes: exempt from the space rule.
-    std::shared_ptr<PoolSession> h;
-    if (PoolSession::OpenExisting(o.memtable.pool_dir, &h).ok()) {
-      h->MarkOfflineRecovery();
-    }
-  }
   std::vector<std::string> names;
   s = rocksdb::DB::ListColumnFamilies(db_options, db_path, &names);
   if (!s.ok()) return fail(s);
@@ -305,9 +300,9 @@ rocksdb::Status RecoverDB(const rocksdb::Options& db_options,
   if (s.ok()) {
     // Offline recovery ends the wrapper's epoch: a plain user of the pool
     // must not be filtered by a watermark it never publishes.
-    std::shared_ptr<PoolSession> h;
-    if (PoolSession::OpenExisting(o.memtable.pool_dir, &h).ok()) {
-      Watermark(h->pool()).Disable();
+    RecoveryPort port;
+    if (RecoveryPort::OpenExisting(o.memtable.pool_dir, &port).ok()) {
+      Watermark(port.pool()).Disable();
     }
   }
   for (auto* cf : handles) db->DestroyColumnFamilyHandle(cf);

@@ -6,9 +6,9 @@
 #include <utility>
 
 #include "memtable/coding.h"
-#include "memtable/rocksdb/status_convert.h"
 #include "recovery/internal_key_cmp.h"
 #include "recovery/rocksdb_entry_checksum.h"
+#include "rocksdb_common/status_convert.h"
 
 namespace flintkv {
 namespace replay {

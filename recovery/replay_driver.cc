@@ -6,14 +6,14 @@
 #include <string>
 
 #include "memtable/list_walk.h"
-#include "memtable/rocksdb/crash_point.h"
-#include "memtable/rocksdb/status_convert.h"
 #include "recovery/copy_spans.h"
 #include "recovery/internal_key_cmp.h"
 #include "recovery/progress.h"
 #include "recovery/sequence_clock.h"
 #include "recovery/sst_ingest.h"
 #include "rocksdb/table.h"
+#include "rocksdb_common/crash_point.h"
+#include "rocksdb_common/status_convert.h"
 
 namespace flintkv {
 namespace recovery {

@@ -4,12 +4,12 @@
 #include <memory>
 #include <vector>
 
-#include "memtable/rocksdb/crash_point.h"
 #include "rocksdb/comparator.h"
 #include "rocksdb/env.h"
 #include "rocksdb/metadata.h"
 #include "rocksdb/options.h"
 #include "rocksdb/sst_file_writer.h"
+#include "rocksdb_common/crash_point.h"
 
 namespace flintkv {
 

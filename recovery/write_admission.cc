@@ -6,7 +6,7 @@
 #include <thread>
 #include <utility>
 
-#include "memtable/rocksdb/flintkv_factory.h"
+#include "memtable/rocksdb/recovery_port.h"
 #include "pmem/layout.h"
 #include "pmem/pool.h"
 #include "recovery/sequence_clock.h"
@@ -143,7 +143,7 @@ rocksdb::Status FamilyHandles::Of(const std::set<uint32_t>& ids,
   return rocksdb::Status::OK();
 }
 
-WriteAdmission::WriteAdmission(rocksdb::DB* db, rocks::PoolSession* pool,
+WriteAdmission::WriteAdmission(rocksdb::DB* db, pmem::Pool* pool,
                                const rocksdb::MemTableRepFactory* factory,
                                FamilyHandles* cfs, Gate* gate,
                                std::function<void()> publish)
@@ -155,19 +155,19 @@ WriteAdmission::WriteAdmission(rocksdb::DB* db, rocks::PoolSession* pool,
       publish_(std::move(publish)) {}
 
 bool WriteAdmission::Large(size_t bytes) const {
-  return EntryNodeBytes(bytes) > pool_->pool()->reserve_bytes();
+  return EntryNodeBytes(bytes) > pool_->reserve_bytes();
 }
 
 bool WriteAdmission::Large(const rocksdb::WriteBatch& b) const {
   return EntryNodeBytes(b.GetDataSize()) +
              b.Count() * (EntryNodeBytes(0) + pmem::kNodeAlign) >
-         pool_->pool()->reserve_bytes();
+         pool_->reserve_bytes();
 }
 
 rocksdb::Status WriteAdmission::MakeRoom(rocksdb::WriteBatch* b) {
-  CfCollector sum(pool_->pool());
+  CfCollector sum(pool_);
   rocksdb::Status s = b->Iterate(&sum);
-  if (!s.ok() || HasRoom(pool_->pool(), sum)) return s;
+  if (!s.ok() || HasRoom(pool_, sum)) return s;
   std::vector<ColumnFamilyHandle*> handles{db_->DefaultColumnFamily()};
   for (ColumnFamilyHandle* h : cfs_->All()) {
     if (h->GetID() != 0) handles.push_back(h);
@@ -179,21 +179,21 @@ rocksdb::Status WriteAdmission::MakeRoom(rocksdb::WriteBatch* b) {
   // The flushed memtables give their space back when RocksDB destroys
   // them, just after Flush returns (its job's cleanup), or when the last
   // iterator reading one is gone.
-  for (int i = 0; s.ok() && !HasRoom(pool_->pool(), sum) &&
-                  pool_->pool()->RetiredLists() != 0 && i < 10000;
+  for (int i = 0; s.ok() && !HasRoom(pool_, sum) &&
+                  pool_->RetiredLists() != 0 && i < 10000;
        i++) {
     std::this_thread::sleep_for(std::chrono::milliseconds(1));
   }
-  if (!s.ok() || HasRoom(pool_->pool(), sum)) return s;
+  if (!s.ok() || HasRoom(pool_, sum)) return s;
   return rocksdb::Status::InvalidArgument(
       "flintkv::OpenDB: a write of " +
       std::to_string(sum.small_bytes + sum.big_bytes) +
       " bytes of memtable nodes (the largest entry " +
       std::to_string(sum.largest) +
-      " bytes of key and value) does not fit in pool " + pool_->pool()->path() +
-      " (" + std::to_string(pool_->pool()->size() >> 20) +
+      " bytes of key and value) does not fit in pool " + pool_->path() + " (" +
+      std::to_string(pool_->size() >> 20) +
       " MiB), even with every memtable flushed" +
-      (pool_->pool()->RetiredLists() != 0
+      (pool_->RetiredLists() != 0
            ? std::string(" (a flushed one is still read, by an open "
                          "iterator?)")
            : std::string()) +
@@ -240,7 +240,9 @@ rocksdb::Status WriteAdmission::RangeDeleteWrite(const WriteOptions& wo,
   // Put and SingleDelete the flush dropped, take numbers no file holds,
   // and a floor above the MANIFEST's would refuse this very DB after a
   // kill.
-  if (s.ok()) rocks::OnRangeTombstonesFlushed(*factory_, NewestFileSeq(db_));
+  if (s.ok()) {
+    rocks::RecoveryPort::RangeTombstonesFlushed(*factory_, NewestFileSeq(db_));
+  }
   if (s.ok()) publish_();
   gate_->Open();
   return s;

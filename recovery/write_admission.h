@@ -15,7 +15,7 @@
 #include <thread>
 #include <vector>
 
-#include "memtable/rocksdb/pool_session.h"
+#include "pmem/pool.h"
 #include "rocksdb/db.h"
 #include "rocksdb/memtablerep.h"
 #include "rocksdb/write_batch.h"
@@ -98,7 +98,7 @@ class FamilyHandles {
 // (P10).
 class WriteAdmission {
  public:
-  WriteAdmission(rocksdb::DB* db, rocks::PoolSession* pool,
+  WriteAdmission(rocksdb::DB* db, pmem::Pool* pool,
                  const rocksdb::MemTableRepFactory* factory, FamilyHandles* cfs,
                  Gate* gate, std::function<void()> publish);
 
@@ -139,7 +139,7 @@ class WriteAdmission {
   rocksdb::Status MakeRoom(rocksdb::WriteBatch* b);
 
   rocksdb::DB* const db_;
-  rocks::PoolSession* const pool_;
+  pmem::Pool* const pool_;
   const rocksdb::MemTableRepFactory* const factory_;
   FamilyHandles* const cfs_;
   Gate* const gate_;

@@ -14,13 +14,13 @@
 #include "memtable/rocksdb/option_checks.h"
 #include "memtable/rocksdb/pool_session.h"
 #include "memtable/rocksdb/space_wait.h"
-#include "memtable/rocksdb/status_convert.h"
 #include "rocksdb/comparator.h"
 #include "rocksdb/convenience.h"
 #include "rocksdb/env.h"
 #include "rocksdb/options.h"
 #include "rocksdb/utilities/object_registry.h"
 #include "rocksdb/utilities/options_type.h"
+#include "rocksdb_common/status_convert.h"
 
 namespace flintkv {
 namespace rocks {
@@ -195,8 +195,8 @@ class FlintKVFactory : public rocksdb::MemTableRepFactory {
     if (!os.ok()) return os;
     OptionContext ctx;
     ctx.pool = pool_.get();
-    ctx.wrapper = pool_->wrapper_claim();
-    ctx.recovery_only = pool_->offline_recovery_claim();
+    ctx.recovers_at_open = pool_->ClaimedFor(OpenKind::kRecoverEveryOpen);
+    ctx.replay_only = pool_->ClaimedFor(OpenKind::kReplayAndClose);
     ctx.wal_logged = options_.wal_logged;
     rocksdb::Status us = CheckOptions(db, cf, ctx);
     if (!us.ok()) return us;

@@ -1,6 +1,7 @@
-// What FlintKV's own wrapper (flintkv::OpenDB) tells the memtable factory
-// that RocksDB does not: the factory class itself stays in
-// flintkv_factory.cc. Thread safety: safe from any thread.
+// What the factory is told beside RocksDB's own calls (through
+// RecoveryPort::RangeTombstonesFlushed, recovery_port.h): the factory
+// class itself stays in flintkv_factory.cc. Thread safety: safe from any
+// thread.
 #pragma once
 
 #include <cstdint>

@@ -6,7 +6,6 @@
 #include <thread>
 
 #include "memtable/coding.h"
-#include "memtable/rocksdb/crash_point.h"
 #include "memtable/rocksdb/iterator_cache.h"
 #include "memtable/rocksdb/lookup_key_layout.h"
 #include "memtable/rocksdb/memtable_meta.h"
@@ -14,6 +13,7 @@
 #include "memtable/thread_id.h"
 #include "rocksdb/env.h"
 #include "rocksdb/version.h"
+#include "rocksdb_common/crash_point.h"
 
 namespace flintkv {
 namespace rocks {

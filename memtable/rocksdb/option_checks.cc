@@ -55,7 +55,8 @@ rocksdb::Status CheckOptions(const rocksdb::DBOptions& db,
                       std::string(cf.comparator->Name()) + ")",
                   "entries with timestamps are not recovered");
   }
-  if (db.avoid_flush_during_shutdown && !ctx.wrapper && !ctx.wal_logged) {
+  if (db.avoid_flush_during_shutdown && !ctx.recovers_at_open &&
+      !ctx.wal_logged) {
     return Refuse("avoid_flush_during_shutdown",
                   "Close would leave memtables unflushed, and with the "
                   "plain factory every later DB::Open would then need "
@@ -63,7 +64,7 @@ rocksdb::Status CheckOptions(const rocksdb::DBOptions& db,
                   "recovers on open), leave it false, or declare every "
                   "write WAL-logged (wal_logged=true)");
   }
-  if (ctx.recovery_only) return rocksdb::Status::OK();
+  if (ctx.replay_only) return rocksdb::Status::OK();
   std::string path;
   uint64_t size, chunk_size;
   SpaceRule rule;

@@ -1,7 +1,8 @@
 // The RocksDB options a FlintKV memtable cannot honour, and the pool space
 // the memtables need: checked at DB::Open (the factory's ValidateOptions)
-// and, by flintkv::OpenDB's wrapper, at SetOptions/SetDBOptions (RocksDB
-// does not ask the factory then). docs/rocksdb_config_matrix.md lists them.
+// and, through RecoveryPort::CheckOptions, for options set after the open
+// (RocksDB does not ask the factory then). docs/rocksdb_config_matrix.md
+// lists them.
 // Thread safety: stateless.
 #pragma once
 
@@ -26,17 +27,19 @@ struct NewPool {
 struct OptionContext {
   const PoolSession* pool = nullptr;
   const NewPool* new_pool = nullptr;  // when pool is null
-  bool wrapper = false;               // the DB is flintkv::OpenDB's
-  bool wal_logged = false;            // MemTableOptions::wal_logged
-  // The open is RecoverDB's (PoolSession::offline_recovery_claim), which
-  // replays the leftovers and closes: the space rule is not applied (below).
-  bool recovery_only = false;
+  // Every open of the DB recovers what the pool holds, so a Close may
+  // leave memtables unflushed (OpenKind::kRecoverEveryOpen).
+  bool recovers_at_open = false;
+  bool wal_logged = false;  // MemTableOptions::wal_logged
+  // The open replays the leftovers and closes, taking no other write
+  // (OpenKind::kReplayAndClose): the space rule is not applied (below).
+  bool replay_only = false;
 };
 
 // NotSupported naming the option under which an acknowledged write would
 // not be durable in the pool or could not be recovered exactly;
 // InvalidArgument with the numbers if the pool is too small (SpaceRule),
-// except for a recovery-only open: the options are the crashed life's
+// except for a replay-only open: the options are the crashed life's
 // (its OPTIONS file; SetOptions may have raised write_buffer_size since the
 // Open that passed the rule), the pool is the one that holds the data, and
 // neither can be changed before the data is out, so refusing there would

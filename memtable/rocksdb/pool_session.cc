@@ -342,19 +342,9 @@ std::set<uint64_t> PoolSession::LeftoverIds() const {
   return leftovers_;
 }
 
-bool PoolSession::wrapper_claim() const {
+bool PoolSession::ClaimedFor(OpenKind kind) const {
   std::lock_guard<std::mutex> g(mu_);
-  return claimed_ && claim_wrapper_;
-}
-
-void PoolSession::MarkOfflineRecovery() {
-  std::lock_guard<std::mutex> g(mu_);
-  if (claimed_ && !claim_wrapper_) claim_offline_ = true;
-}
-
-bool PoolSession::offline_recovery_claim() const {
-  std::lock_guard<std::mutex> g(mu_);
-  return claimed_ && claim_offline_;
+  return claimed_ && claim_kind_ == kind;
 }
 
 Status PoolSession::BeginOpen(const void* factory, bool wal_logged,
@@ -417,8 +407,9 @@ Status PoolSession::BeginOpen(const void* factory, bool wal_logged,
   Life life;
   life.incarnation = NewIncarnation();
   life.family = claimed_ && claim_family_ ? claim_family_ : life.incarnation;
-  life.wrapper = claimed_ && claim_wrapper_;
-  life.wal_logged = wal_logged && !life.wrapper;
+  life.recovers_every_open =
+      claimed_ && claim_kind_ == OpenKind::kRecoverEveryOpen;
+  life.wal_logged = wal_logged && !life.recovers_every_open;
   life.db_id_hash = claimed_ ? claim_db_id_hash_ : 0;
   life.recovered_upto = claimed_ ? claim_recovered_upto_ : 0;
   life.factory = factory;
@@ -652,8 +643,8 @@ void PoolSession::OnListDestroyed(pmem::ListRoot* list, bool flushed,
   } else if (keep) {
     leftovers_.insert(list->list_id);
     if (kept_note) {
-      *kept_note = life->wrapper
-                       ? "flintkv::OpenDB recovers it at the next open"
+      *kept_note = life->recovers_every_open
+                       ? "the DB recovers it at its next open"
                        : "the next DB::Open asks for `flintkv_tool recover "
                          "--pool_dir=" +
                              pool_dir_ + "` first";
@@ -807,7 +798,7 @@ void PoolSession::DropWalCoveredLocked(const OpenWal& wal,
   if (leftovers_.empty()) ClearStaleWatermarkLocked();
 }
 
-Status PoolSession::Claim(const DbBinding& b, bool wrapper) {
+Status PoolSession::Claim(const DbBinding& b, OpenKind kind) {
   std::lock_guard<std::mutex> g(mu_);
   if (AnyLiveLocked()) {
     return Status::Busy("flintkv: pool " + pool_->path() +
@@ -973,7 +964,7 @@ Status PoolSession::Claim(const DbBinding& b, bool wrapper) {
   }
   claimed_ = true;
   claim_thread_ = std::this_thread::get_id();
-  claim_wrapper_ = wrapper;
+  claim_kind_ = kind;
   // The recovering life continues the leftovers' family, so that an
   // interrupted recovery's lists and OPTIONS file still name it.
   claim_family_ = own.empty() ? 0 : meta[*own.begin()]->family;
@@ -1046,7 +1037,6 @@ void PoolSession::FinishRecovery(uint64_t life_start) {
   ScanLeftoversLocked();  // drops the recovered lives' empty lists (S9)
   claim_note_.clear();
   claimed_ = false;
-  claim_offline_ = false;
   self.swap(keep_alive_);  // released after the lock
 }
 
@@ -1068,7 +1058,6 @@ void PoolSession::ReleaseClaim() {
   claimed_empty_.clear();
   claim_note_.clear();
   claimed_ = false;
-  claim_offline_ = false;
   self.swap(keep_alive_);
 }
 

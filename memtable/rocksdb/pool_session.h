@@ -1,7 +1,8 @@
 // PoolSession: the one owner of a FlintKV pool's use by RocksDB in this
-// process. Every factory, memtable (FlintRep), recovery and OpenDB wrapper
-// naming the same pool_dir shares one session: libpmemobj allows one open
-// per file, and PMDK's file lock refuses the pool to a second process.
+// process. Every factory, memtable (FlintRep) and recovery port
+// (recovery_port.h) naming the same pool_dir shares one session:
+// libpmemobj allows one open per file, and PMDK's file lock refuses the
+// pool to a second process.
 //
 // The session owns the pool, the DB life it serves, the unflushed lists
 // earlier lives left (leftovers) and the recovery claim on them:
@@ -133,6 +134,7 @@
 
 #include "flintkv/status.h"
 #include "memtable/rocksdb/memtable_meta.h"
+#include "memtable/rocksdb/recovery_port.h"
 #include "pmem/pool.h"
 
 namespace flintkv {
@@ -175,8 +177,9 @@ struct DbBinding {
   uint64_t recovered_upto = 0;  // S8 (0: none recorded)
   std::string pool_dir;         // the factory's there (S10)
   uint64_t db_id_hash = 0;      // of the DB's IDENTITY (0: none)
-  // Overrides (RecoveryOptions): replay although the DB was opened without
-  // FlintKV since; claim the lists of this incarnation or family as well.
+  // Overrides (ClaimOverrides, recovery_port.h): replay although the DB
+  // was opened without FlintKV since; claim the lists of this incarnation
+  // or family as well.
   bool allow_foreign_open = false;
   uint64_t accept_incarnation = 0;
 };
@@ -238,13 +241,9 @@ class PoolSession : public std::enable_shared_from_this<PoolSession> {
   // the factory that serialized it, so one factory serves one opening DB).
   Status BeginOpen(const void* factory, bool wal_logged,
                    uint64_t write_buffer_size, const OpenWal& wal);
-  // The next life is an OpenDB wrapper's (its claim says so).
-  bool wrapper_claim() const;
-  // RecoverDB's claim: its DB::Open replays the leftovers and closes, so the
-  // space rule is not applied to it (OptionContext::recovery_only). Not
-  // BeginRecovery's alone: that caller may keep the DB and write.
-  void MarkOfflineRecovery();
-  bool offline_recovery_claim() const;
+  // A claim for an open of this kind is in place (recovery_port.h): the
+  // open's option checks differ by it (option_checks.h).
+  bool ClaimedFor(OpenKind kind) const;
   // A memtable of the DB whose info log is `logger` is being created: its
   // list's stamp (binds the thread's prepared life to the DB, see above).
   MemtableMeta NewListMeta(uint32_t column_family_id, const void* logger);
@@ -279,12 +278,12 @@ class PoolSession : public std::enable_shared_from_this<PoolSession> {
   }
 
   // ---- Recovery ----
-  // Claims the leftovers of the DB `b` names (S3), for an open that
-  // recovers them before any write: OpenDB (wrapper = true) or RecoverDB /
-  // BeginRecovery. Never claims another DB's lists: refuses, changing
-  // nothing, if every leftover is another DB's or life's, or if the DB was
-  // opened without FlintKV since; leaves them if the DB has its own too.
-  Status Claim(const DbBinding& b, bool wrapper);
+  // Claims the leftovers of the DB `b` names (S3), for an open of this
+  // kind (recovery_port.h), which recovers them before any write. Never
+  // claims another DB's lists: refuses, changing nothing, if every
+  // leftover is another DB's or life's, or if the DB was opened without
+  // FlintKV since; leaves them if the DB has its own too.
+  Status Claim(const DbBinding& b, OpenKind kind);
   // The claimed leftover lists, in list_id order.
   std::vector<pmem::ListRoot*> ClaimedLists() const;
   // The empty lists the claimed lists' lives left (S9), in list_id order:
@@ -324,7 +323,7 @@ class PoolSession : public std::enable_shared_from_this<PoolSession> {
     uint64_t incarnation = 0;
     uint64_t family = 0;
     uint64_t db_id_hash = 0;
-    bool wrapper = false;
+    bool recovers_every_open = false;  // OpenKind::kRecoverEveryOpen
     bool wal_logged = false;
     bool opened = false;  // DB::Open finished (S4)
     uint64_t flushed_floor = 0;
@@ -391,8 +390,7 @@ class PoolSession : public std::enable_shared_from_this<PoolSession> {
   // inherits from it.
   bool claimed_ = false;
   std::thread::id claim_thread_;  // the recovery's thread: it opens the DB
-  bool claim_wrapper_ = false;
-  bool claim_offline_ = false;
+  OpenKind claim_kind_ = OpenKind::kReplayThenWrite;
   uint64_t claim_family_ = 0;
   uint64_t claim_db_id_hash_ = 0;
   uint64_t claim_recovered_upto_ = 0;  // S8: the DB's

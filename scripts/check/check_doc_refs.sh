@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Fails on file references that point nowhere: every path-like token
-# (include/..., memtable/..., pmem/..., recovery/..., tests/..., tools/...,
-# scripts/..., docs/..., cmake/..., db_bench_patches/...) in the docs, the
-# READMEs and the code's comments must name a file or directory of the tree
+# (include/..., memtable/..., pmem/..., recovery/..., rocksdb_common/...,
+# tests/..., tools/..., scripts/..., docs/..., cmake/..., db_bench_patches/...)
+# in the docs, the READMEs and the code's comments must name a file or
+# directory of the tree
 # (from its root, or relative to the file that names it).
 # Only names of source-tree files count (by extension: .h .cc .md .sh .py
 # .patch .mk .txt .in .supp .csv .png), not build outputs; glob patterns,
@@ -17,7 +18,7 @@ cd "$(dirname "$0")/../.."
 bad=0
 while IFS= read -r src; do
   # shellcheck disable=SC2013
-  for ref in $(grep -oE '(^|[^A-Za-z0-9_./-])(include|memtable|pmem|recovery|tests|tools|scripts|docs|cmake|db_bench_patches)/[A-Za-z0-9_./*<>{}-]*[A-Za-z0-9_]' "$src" |
+  for ref in $(grep -oE '(^|[^A-Za-z0-9_./-])(include|memtable|pmem|recovery|rocksdb_common|tests|tools|scripts|docs|cmake|db_bench_patches)/[A-Za-z0-9_./*<>{}-]*[A-Za-z0-9_]' "$src" |
                sed -E 's/^[^a-z]//' | sort -u); do
     case "$ref" in *'*'*|*'<'*|*'>'*|*'{'*|*'}'*) continue ;; esac
     case "$ref" in include/rocksdb/*|tools/db_bench_tool.cc) continue ;; esac

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Checks that shipped binaries carry no test hook (ctest
-# release_has_no_test_hooks): memtable/rocksdb/crash_point.h's crash points
+# release_has_no_test_hooks): rocksdb_common/crash_point.h's crash points
 # compile to nothing unless FLINTKV_TEST_HOOKS is defined, which only the
 # test-only libraries *_testing are built with.
 #

@@ -16,6 +16,7 @@
 #include "memtable/rocksdb/iterator_cache.cc"
 #include "memtable/rocksdb/option_checks.cc"
 #include "memtable/rocksdb/pool_session.cc"
+#include "memtable/rocksdb/recovery_port.cc"
 #include "memtable/rocksdb/wal_coverage.cc"
 #include "memtable/thread_id.cc"
 #include "pmem/persist.cc"

@@ -2,7 +2,8 @@
 // FLINTKV_TEST_HOOKS defined, FLINTKV_TEST_CRASH_POINT(name) SIGKILLs the
 // process when the environment variable FLINTKV_CRASH_POINT names the point
 // (read once). Tests use it to stop RocksDB or recovery exactly between two
-// persistence steps (tests/recovery/rocksdb_scenario.h).
+// persistence steps (tests/recovery/rocksdb_scenario.h); the adapter
+// (memtable/rocksdb/) and recovery (recovery/) both have points.
 //
 // Only the test-only libraries flintkv_rocksdb_testing and
 // flintkv_recovery_testing define FLINTKV_TEST_HOOKS. Everywhere else the
