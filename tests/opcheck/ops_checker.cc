@@ -221,6 +221,11 @@ struct PoolModel {
   bool has_alt = false;
   State alt_full;
   int id = 0;  // which life left them
+  // s is every acknowledged write of the lists' life (with the write in
+  // flight durable or not).
+  bool Completes(const State& s) const {
+    return s == full || (has_alt && s == alt_full);
+  }
 };
 
 struct PoolImage {
@@ -915,15 +920,14 @@ void Checker::Life(const LifePlan& p) {
     want_desc = "the directory's state (the pool had no lists)";
   } else if (extends) {
     want = pm.full;
-    ok = got == want || (pm.has_alt && got == pm.alt_full);
+    ok = pm.Completes(got);
     want_desc = "every acknowledged write";
-  } else if (absorbed_.count(pm.id) || pm.base == pm.full ||
-             (pm.has_alt && pm.base == pm.alt_full)) {
+  } else if (absorbed_.count(pm.id) || pm.Completes(pm.base)) {
     // Lists already recovered into this DB (or holding nothing the
     // directory of their own DB lacked): dropping them keeps the DB. Or,
     // as below, replayed into every acknowledged write of their life.
     want = dir_;
-    ok = got == want || got == pm.full || (pm.has_alt && got == pm.alt_full);
+    ok = got == want || pm.Completes(got);
     want_desc =
         "the DB unchanged (its lists were recovered already), or every "
         "acknowledged write of the life that left them";
@@ -933,7 +937,7 @@ void Checker::Life(const LifePlan& p) {
     // since) is completed by them: exactly every acknowledged write of
     // that life. Anything else must be refused.
     want = pm.full;
-    ok = got == pm.full || (pm.has_alt && got == pm.alt_full);
+    ok = pm.Completes(got);
     want_desc =
         "a refusal (the pool's lists extend another state of the DB), or "
         "every acknowledged write of the life that left them";
@@ -1191,8 +1195,7 @@ void Checker::OpenCopy() {
     return;  // nothing changed
   }
   Note(desc);
-  const bool full =
-      pm.lists && (got == pm.full || (pm.has_alt && got == pm.alt_full));
+  const bool full = pm.lists && pm.Completes(got);
   bool ok;
   const State& want = pair ? dir_ : im->state;
   if (pair) {
@@ -1204,8 +1207,7 @@ void Checker::OpenCopy() {
     // The write in flight at a kill may be in the DB's directory already
     // (its WAL, a flush): then the lists hold nothing it lacks either.
     const bool as_image =
-        got == im->state && (!pm.lists || pm.base == pm.full ||
-                             (pm.has_alt && pm.base == pm.alt_full));
+        got == im->state && (!pm.lists || pm.Completes(pm.base));
     ok = as_image || (!extends && full);
   }
   if (!ok) {
