@@ -74,6 +74,7 @@
 #include "memtable/index_node.h"
 #include "memtable/key_comparator.h"
 #include "memtable/node_arena.h"
+#include "memtable/policy_seams.h"
 #include "memtable/slot_pages.h"
 #include "memtable/thread_id.h"
 #include "pmem/debug_check.h"
@@ -91,8 +92,6 @@ struct SkipListOptions {
   // each key and hide tombstones. Off for the RocksDB memtable, which wants
   // every entry.
   bool collapse_versions = true;
-  // Benchmark baseline: run every phase of every update under one mutex.
-  bool global_lock = false;
   // Bytes per PMEM chunk of the list's node arena.
   size_t chunk_size = 4 << 20;
   // Keep WriteStats counters (64 bytes per writer thread, counted in
@@ -320,8 +319,7 @@ class DurableSkipList {
   // Debug checks: the caller holds the combiner lock, or this is the
   // global-lock baseline (whose mutex covers every phase).
   void AssertCombinerOrGlobalLock() const {
-    FLINTKV_DCHECK(options_.global_lock ||
-                   combiner_lock_.HeldByCurrentThread());
+    FLINTKV_DCHECK(GlobalLocked<P>() || combiner_lock_.HeldByCurrentThread());
   }
   static bool MutantBreaksVersionOrder();
   Slot* SlotOf(int tid);
@@ -406,7 +404,7 @@ class DurableSkipList {
   std::vector<const uint64_t*> unpersisted_;
   bool cut_active_ = false;
   std::atomic<bool> weak_dirty_{false};
-  std::mutex global_mu_;  // global_lock baseline only
+  GlobalMutex<P> global_mu_;  // the global-lock baseline's (policy_seams.h)
   static constexpr int kSlotsPerPage = 8;
   SlotPages<Slot, kSlotsPerPage> slot_pages_;       // see SlotOf
   SlotPages<SlotStats, kSlotsPerPage> stat_pages_;  // write_stats only

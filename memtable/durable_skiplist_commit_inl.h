@@ -10,7 +10,7 @@
 #include <algorithm>
 
 #include "memtable/durable_skiplist_inl.h"
-#include "memtable/measure_probe.h"
+#include "memtable/policy_seams.h"
 #include "pmem/persist.h"
 
 namespace flintkv {
@@ -21,7 +21,7 @@ namespace memtable {
 // around, which its campaign must catch (mutant_test), not a check.
 template <class P>
 bool DurableSkipList<P>::MutantBreaksVersionOrder() {
-  return P::Faulty(pmem::Fault::kNoMaxRule);
+  return Faulty<P>(Fault::kNoMaxRule);
 }
 
 // ATTACH (Alg. 1 lines 27-44): advertise, then either observe completion or
@@ -37,7 +37,7 @@ int DurableSkipList<P>::Attach(Slot* slot) {
     return ok ? kSuccess : kFailed;
   }
   slot->status.store(kReady, std::memory_order_release);
-  P::OnAdvertise();  // test seam (crash simulator); empty in production
+  OnAdvertise<P>();  // test seam (crash simulator); empty in production
   int spins = 0;
   bool waiting = false;  // counted in waiters_
   while (true) {
@@ -57,7 +57,7 @@ int DurableSkipList<P>::Attach(Slot* slot) {
       // The crash simulator's lockstep hook waits here until every thread
       // advertised, and then asks for the scan: its multi-put passes.
       const bool everyone =
-          P::OnPassStart() || waiters_.load(std::memory_order_relaxed) != 0;
+          OnPassStart<P>() || waiters_.load(std::memory_order_relaxed) != 0;
       // No clock read for lists without statistics (the RocksDB memtable).
       const bool timed = slot->stats != nullptr;
       uint64_t t0 = timed ? Ticks() : 0;
@@ -156,7 +156,7 @@ void DurableSkipList<P>::CombineStrong(Slot* me, bool everyone, uint64_t* v) {
     s.status.store(kSuccess, std::memory_order_release);
   });
   if (group_.empty()) return;
-  if (P::Faulty(pmem::Fault::kPublishBeforeGroupFence)) {
+  if (Faulty<P>(Fault::kPublishBeforeGroupFence)) {
     visible_version_.store(*v, std::memory_order_release);
     for (Slot* s : group_) s->status.store(kSuccess, std::memory_order_release);
     CountedFence(me);
@@ -246,14 +246,14 @@ bool DurableSkipList<P>::ProcessPut(PutAdv* adv, uint64_t v, LinkMode mode,
   // durable link to a node whose version is still MAX is dropped by recovery,
   // P4).
   if (!Probing<P>(MeasureProbe::kNoLinkStore)) pred_pn->next = ToOffset(pn);
-  if (!P::Faulty(pmem::Fault::kNoLinkFlush) &&
+  if (!Faulty<P>(Fault::kNoLinkFlush) &&
       !Probing<P>(MeasureProbe::kNoLinkStore)) {
     // P2 / P15 / P16: fenced below (per-put), by the pass's group fence, or
     // by the weak drain.
     P::Flush(&pred_pn->next, sizeof(pred_pn->next));
   }
   pn->version = v;
-  if (!P::Faulty(pmem::Fault::kNoVersionFlush)) {
+  if (!Faulty<P>(Fault::kNoVersionFlush)) {
     // Rule R1: flushed but not fenced here; the link's fence (P2), the
     // group fence (P15) or the weak drain (P16) covers it, and a crash
     // before that leaves version MAX, which recovery drops (P4).
@@ -276,7 +276,7 @@ void DurableSkipList<P>::ProcessBatch(std::vector<PutAdv>* batch, uint64_t v,
                                       Slot* me) {
   AssertCombinerOrGlobalLock();
   const uint64_t commit = v - 1;
-  if (P::Faulty(pmem::Fault::kBatchModeBeforeCommit)) {
+  if (Faulty<P>(Fault::kBatchModeBeforeCommit)) {
     root_->batch_mode = 1;
     CountedPersist(me, &root_->batch_mode, sizeof(root_->batch_mode));
     root_->commit_version = commit;
@@ -343,7 +343,7 @@ void DurableSkipList<P>::EndWeakEpoch(Slot* me) {
   FLINTKV_DCHECK(MutantBreaksVersionOrder() ||
                  cut_active_ == (root_->durable_cut != 0));
   Bump(me, &SlotStats::barriers);
-  if (P::Faulty(pmem::Fault::kCutBeforeDrain)) {
+  if (Faulty<P>(Fault::kCutBeforeDrain)) {
     root_->durable_cut = 0;
     P::Flush(&root_->durable_cut, sizeof(root_->durable_cut));
     for (const uint64_t* w : unpersisted_) P::Flush(w, sizeof(*w));
@@ -353,7 +353,7 @@ void DurableSkipList<P>::EndWeakEpoch(Slot* me) {
       // P16: this thread re-flushes every weak word (the combiners that
       // wrote them may be other threads, whose flushes our fence does not
       // drain), then fences.
-      if (!P::Faulty(pmem::Fault::kNoWeakReflush)) {
+      if (!Faulty<P>(Fault::kNoWeakReflush)) {
         for (const uint64_t* w : unpersisted_) P::Flush(w, sizeof(*w));
       }
       CountedFence(me);

@@ -7,6 +7,7 @@
 #include <cstring>
 
 #include "memtable/list_walk.h"
+#include "memtable/policy_seams.h"
 #include "pmem/persist.h"
 
 namespace flintkv {
@@ -121,7 +122,7 @@ Status DurableSkipList<P>::PrepareOnce(pmem::NvmNode* node, IndexNode** inode,
   if (!*inode) return Status::NoSpace("out of DRAM for the index");
   node->version = pmem::kUncommittedVersion;
   node->next = 0;
-  if (!P::Faulty(pmem::Fault::kNoNodeFlush)) {
+  if (!Faulty<P>(Fault::kNoNodeFlush)) {
     // P1: the node's lines after its first, flushed now (their write-back
     // overlaps locate) and fenced by Prepare's PERSIST_RANGE. The first line
     // (next, version, the rest of the header) is flushed by that
@@ -174,7 +175,7 @@ void DurableSkipList<P>::Prepare(PutAdv* adv, Slot* me) {
   pn->next = adv->succs[0] ? ToOffset(adv->succs[0]->pnode) : 0;
   static_assert(offsetof(pmem::NvmNode, next) == 0 && pmem::kNodeAlign >= 16,
                 "next and version lie in the node's first line");
-  if (P::Faulty(pmem::Fault::kNoPrepareFence)) {
+  if (Faulty<P>(Fault::kNoPrepareFence)) {
     P::Flush(&pn->next, sizeof(pn->next));
   } else {
     // P1: node body + successor durable before the combiner links it. The
@@ -199,9 +200,9 @@ Status DurableSkipList<P>::Insert(pmem::NvmNode* node, InsertResult* result,
   Slot* slot = AcquireSlot(&overflow);
   PutAdv adv;
   // The global-lock baseline runs every phase under one mutex (always
-  // strong, per-put).
-  std::unique_lock<std::mutex> global;
-  if (options_.global_lock) global = std::unique_lock<std::mutex>(global_mu_);
+  // strong, per-put; memtable/policy_seams.h).
+  std::unique_lock<GlobalMutex<P>> global;
+  if constexpr (GlobalLocked<P>()) global = std::unique_lock(global_mu_);
   Status s = PrepareOnce(node, &adv.inode, slot);
   if (!s.ok()) return s;
   int spins = 0;
@@ -225,7 +226,7 @@ Status DurableSkipList<P>::Insert(pmem::NvmNode* node, InsertResult* result,
       return Status::OK();
     }
     Prepare(&adv, slot);
-    if (global) {
+    if constexpr (GlobalLocked<P>()) {
       // Cannot fail: nothing moved under the lock.
       uint64_t v = visible_version_.load(std::memory_order_relaxed) + 1;
       ProcessPut(&adv, v, LinkMode::kPerPut, slot);
@@ -239,9 +240,11 @@ Status DurableSkipList<P>::Insert(pmem::NvmNode* node, InsertResult* result,
     Bump(slot, &SlotStats::retries);
   }
   CountSuperseded(slot, adv);
-  P::OnBeforePromote(adv.inode);  // test seam; empty in production
+  OnBeforePromote<P>(adv.inode);  // test seam; empty in production
   Promote(&adv);
-  if (global) P::FullFence();  // as the combiner does after its lock
+  if constexpr (GlobalLocked<P>()) {
+    P::FullFence();  // as the combiner does after its lock
+  }
   Bump(slot, &SlotStats::ops);
   return Status::OK();
 }
@@ -258,8 +261,8 @@ Status DurableSkipList<P>::InsertBatch(pmem::NvmNode* const* nodes, size_t n,
   std::unique_lock<std::mutex> overflow;
   Slot* slot = AcquireSlot(&overflow);
   std::vector<PutAdv> advs(n);
-  std::unique_lock<std::mutex> global;
-  if (options_.global_lock) global = std::unique_lock<std::mutex>(global_mu_);
+  std::unique_lock<GlobalMutex<P>> global;
+  if constexpr (GlobalLocked<P>()) global = std::unique_lock(global_mu_);
   for (size_t i = 0; i < n; i++) {
     Status s = PrepareOnce(nodes[i], &advs[i].inode, slot);
     if (!s.ok()) {
@@ -276,7 +279,7 @@ Status DurableSkipList<P>::InsertBatch(pmem::NvmNode* const* nodes, size_t n,
       Prepare(&a, slot);
     }
   };
-  if (options_.global_lock) {
+  if constexpr (GlobalLocked<P>()) {
     locate_and_prepare();
     uint64_t v = visible_version_.load(std::memory_order_relaxed) + 1;
     ProcessBatch(&advs, v, slot);
@@ -433,7 +436,7 @@ Status DurableSkipList<P>::Recover(RecoveryStats* stats) {
   const bool batch_mode = root_->batch_mode != 0;
   const uint64_t commit = root_->commit_version;
   const uint64_t cut = root_->durable_cut;
-  const bool keep_max = P::Faulty(pmem::Fault::kNoMaxRule);
+  const bool keep_max = Faulty<P>(Fault::kNoMaxRule);
   IndexNode* last[kMaxHeight];
   for (auto& l : last) l = head_;
   Status alloc_status;
@@ -469,8 +472,7 @@ Status DurableSkipList<P>::Recover(RecoveryStats* stats) {
           st.rolled_back_batch++;  // P3
           return drop(n);
         }
-        if (cut != 0 && n->version >= cut &&
-            !P::Faulty(pmem::Fault::kNoCutRule)) {
+        if (cut != 0 && n->version >= cut && !Faulty<P>(Fault::kNoCutRule)) {
           st.dropped_unpersisted++;  // P17: beyond the weak prefix
           return drop(n);
         }

@@ -46,7 +46,7 @@
 // Thread safety: RunPass may be called from any thread, one pass at a time
 // (internal mutex), concurrently with Insert/InsertBatch/readers, provided
 // every one of those runs inside a Reclaimer::Guard or pin of the same
-// Reclaimer. Not for lists with SkipListOptions::global_lock or
+// Reclaimer. Not for global-lock baseline lists (policy_seams.h) or
 // unique_keys (RocksDB memtables).
 #pragma once
 

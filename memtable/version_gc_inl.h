@@ -3,6 +3,7 @@
 
 #include <utility>
 
+#include "memtable/policy_seams.h"
 #include "pmem/debug_check.h"
 
 namespace flintkv {
@@ -121,16 +122,15 @@ bool VersionGc<P>::Step(uint64_t horizon, Node** cursor,
       // under this hold's fence, so every link it can reach must be durable
       // first; a weak link not yet durable (pred -> weak node) would leave
       // a durable pointer to a node this pass unlinks and later reuses.
-      if (!P::Faulty(pmem::Fault::kGcNoWeakDrain)) list_->DrainWeakLocked();
+      if (!Faulty<P>(Fault::kGcNoWeakDrain)) list_->DrainWeakLocked();
       drained = true;
     }
     // P12 with P16: no weak write is left unpersisted when an unlink of
     // this hold is stored.
-    FLINTKV_DCHECK(!list_->cut_active_ ||
-                   P::Faulty(pmem::Fault::kGcNoWeakDrain));
+    FLINTKV_DCHECK(!list_->cut_active_ || Faulty<P>(Fault::kGcNoWeakDrain));
     pmem::NvmNode* kp = keep->pnode;
     kp->next = end ? list_->ToOffset(end->pnode) : 0;
-    if (!P::Faulty(pmem::Fault::kGcUnlinkNotPersisted)) {
+    if (!Faulty<P>(Fault::kGcUnlinkNotPersisted)) {
       // P12: fenced below, before the nodes are retired (and reused).
       P::Flush(&kp->next, sizeof(kp->next));
     }
@@ -138,7 +138,7 @@ bool VersionGc<P>::Step(uint64_t horizon, Node** cursor,
     x = keep;
     n = end;
   }
-  if (!unlinked->empty() && !P::Faulty(pmem::Fault::kGcUnlinkNotPersisted)) {
+  if (!unlinked->empty() && !Faulty<P>(Fault::kGcUnlinkNotPersisted)) {
     P::Fence();  // P12: every unlink of this hold is durable
   }
   *cursor = x;
@@ -198,7 +198,7 @@ IndexNode* VersionGc<P>::PredAt(const Node* r, int level) const {
       nx = x->Next(l);
     }
   }
-  P::OnGcPredFound(r, level);  // test seam; empty in production
+  OnGcPredFound<P>(r, level);  // test seam; empty in production
   return nx == r ? x : nullptr;
 }
 

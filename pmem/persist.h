@@ -9,6 +9,9 @@
 //  - NoPersist: no write-back and no fences. Only for the volatile baseline
 //    in benchmarks; never durable.
 //  - SimPersist (tests/crash/): records flushes and fences per thread.
+// These production policies declare persistence only; the seams a test or
+// benchmark policy may add (faults, hooks, probes, the global-lock
+// baseline) are listed in memtable/policy_seams.h.
 // Thread safety: all functions are thread-safe. The latency model is
 // process-wide and must be set before writers start.
 #pragma once
@@ -24,31 +27,6 @@
 
 namespace flintkv {
 namespace pmem {
-
-// Deliberate faults, used only by the crash-injection campaign to prove that
-// it catches missing or misordered persistence. Production policies return
-// false from Faulty(), so the faulty branches compile away.
-enum class Fault {
-  kNone = 0,
-  kNoNodeFlush,            // prepare: node body not flushed           (P1)
-  kNoPrepareFence,         // prepare: successor pointer not fenced    (P1)
-  kNoVersionFlush,         // attach: new version not flushed          (P2)
-  kNoLinkFlush,            // attach: predecessor pointer not flushed  (P2)
-  kBatchModeBeforeCommit,  // batch: batch_mode persisted before commit_version
-  kNoMaxRule,              // recovery keeps version-MAX nodes (single fence
-                           // optimisation without its recovery rule)
-  kPublishBeforeGroupFence,  // group pass: visible + release before P15 fence
-  kCutBeforeDrain,        // weak drain: cut cleared under the same fence as the
-                          // re-flushed words (P16 ordering fence missing)
-  kNoCutRule,             // recovery ignores durable_cut (P17)
-  kGcUnlinkNotPersisted,  // version GC: a node's space is reused before its
-                          // unlink is durable (no flush/fence)       (P12)
-  kGcNoWeakDrain,         // version GC unlinks while weak writes are not yet
-                   // durable (no drain first)                     (P12+P16)
-  kNoWeakReflush,  // weak drain: the thread that moves the cut fences
-                   // without re-flushing the words other threads'
-                   // combiners flushed                                (P16)
-};
 
 namespace internal {
 extern uint32_t g_ns_per_line;
@@ -66,18 +44,6 @@ inline size_t LinesIn(const void* p, size_t n) {
 }
 
 struct PmemPersist {
-  // Test seams of the crash simulator (SimPersist); nothing here.
-  // OnPassStart runs when a combiner took the lock, before it decides
-  // whom its pass serves; true asks it to scan every slot.
-  static void OnAdvertise() {}
-  static constexpr bool OnPassStart() { return false; }
-  // Test seams of the GC race test (tests/store/gc_race_concurrency_test.cc):
-  // OnBeforePromote(node) runs in Insert between a node's level-0 link and
-  // its Promote; OnGcPredFound(node, level) in the version GC between
-  // finding a node's predecessor at `level` and unlinking it there. Empty
-  // here (and in NoPersist, SimPersist): they compile to nothing.
-  static void OnBeforePromote(const void*) {}
-  static void OnGcPredFound(const void*, int) {}
   static constexpr bool kDurable = true;
   static void Flush(const void* p, size_t n) {
     pmem_flush(p, n);
@@ -121,15 +87,9 @@ struct PmemPersist {
     lock->exchange(false, std::memory_order_seq_cst);
   }
   static void Prefetch(const void* p) { __builtin_prefetch(p, 1, 3); }
-  static constexpr bool Faulty(Fault) { return false; }
 };
 
 struct NoPersist {
-  // Test seams of the crash simulator (SimPersist); nothing here.
-  static void OnAdvertise() {}
-  static constexpr bool OnPassStart() { return false; }
-  static void OnBeforePromote(const void*) {}  // GC race seams: nothing
-  static void OnGcPredFound(const void*, int) {}
   static constexpr bool kDurable = false;
   static void Flush(const void*, size_t) {}
   static void Fence() {}
@@ -139,7 +99,6 @@ struct NoPersist {
     lock->store(false, std::memory_order_release);
   }
   static void Prefetch(const void* p) { __builtin_prefetch(p, 1, 3); }
-  static constexpr bool Faulty(Fault) { return false; }
 };
 
 }  // namespace pmem

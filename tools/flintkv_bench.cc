@@ -7,8 +7,9 @@
 //              CLWB/SFENCE through libpmem (plus the optional latency model).
 //   volatile   DurableSkipList<NoPersist>: the same code with no write-back
 //              and no fences, on the same pool: the volatile upper bound.
-//   globallock DurableSkipList<PmemPersist> with SkipListOptions::global_lock:
-//              every phase of every update under one mutex.
+//   globallock DurableSkipList<GlobalLockBaseline<PmemPersist>>
+//              (tools/bench_policies.h): every phase of every update under
+//              one mutex.
 // --durability adds flintkv-group (group commit, P15) and flintkv-weak (weak
 // durability, P16/P17) next to flintkv (per-put). A second table gives the
 // write-path counters of each run (WriteStats): fences and full

@@ -23,10 +23,8 @@
 #include "pmem/persist.h"
 #include "pmem/pool.h"
 #include "tools/baselines/baseline_bench.h"
+#include "tools/bench_policies.h"
 #include "tools/bench_util.h"
-#ifdef FLINTKV_BENCH_PROBES
-#include "tools/probe_policies.h"
-#endif
 
 DECLARE_int32(key_size);
 DECLARE_int32(value_size);
@@ -342,7 +340,7 @@ const std::string& PoolNotice() { return g_pool_notice; }
 #ifdef FLINTKV_BENCH_PROBES
 namespace {
 
-// Splits "base~probe~..." (tools/probe_policies.h); false if impl is not a
+// Splits "base~probe~..." (tools/bench_policies.h); false if impl is not a
 // probe name.
 bool ParseProbe(const std::string& impl, std::string* base, uint32_t* mask,
                 bool* stats) {
@@ -460,9 +458,8 @@ RunResult RunImpl(const Config& c, int run_id) {
     return RunOnce<pmem::NoPersist>(c.impl, lo, false, c.num, c.threads,
                                     run_id);
   }
-  lo.global_lock = true;
-  return RunOnce<pmem::PmemPersist>(c.impl, lo, false, c.num, c.threads,
-                                    run_id);
+  return RunOnce<GlobalLockBaseline<pmem::PmemPersist>>(
+      c.impl, lo, false, c.num, c.threads, run_id);
 }
 
 }  // namespace bench

@@ -29,7 +29,7 @@ struct Config {
 
 // Runs c once (any impl of --impl); dies on any error or failed check.
 RunResult RunImpl(const Config& c, int run_id);
-// A measurement probe name (tools/probe_policies.h); always false in
+// A measurement probe name (tools/bench_policies.h); always false in
 // flintkv_bench, which is built without them.
 bool IsProbeImpl(const std::string& impl);
 // The pool's one-line notice (e.g. "emulated PMEM") from the first run.

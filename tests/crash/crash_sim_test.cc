@@ -48,7 +48,7 @@ void Report(const char* name, const CampaignResult& r, double secs) {
 
 class CrashSimTest : public ::testing::Test {
  protected:
-  void SetUp() override { pmem::SetSimFault(pmem::Fault::kNone); }
+  void SetUp() override { pmem::SetSimFault(memtable::Fault::kNone); }
 };
 
 TEST_F(CrashSimTest, SingleThreadedEveryFence) {
@@ -267,6 +267,9 @@ TEST_F(CrashSimTest, WeakAndGroupMultiThreaded) {
 // keep their owner) while thread B writes; every eviction subset of the
 // end state must recover the strong value.
 using List = memtable::DurableSkipList<pmem::SimPersist>;
+// The simulator's hooks and faults are seen (else the list would compile
+// them away and every campaign would test nothing).
+static_assert(memtable::HasSeams<pmem::SimPersist>());
 
 // Inserts key "k" with `value` (durable at return if sync).
 void PutK(List* list, const std::string& value, bool sync) {

@@ -1,5 +1,5 @@
 // The crash campaign has teeth: each deliberate persistence fault
-// of pmem::Fault, switched on in the simulated policy only, must make the
+// of memtable::Fault, switched on in the simulated policy only, must make the
 // campaign fail, and the unmodified skiplist must pass the same campaign.
 // Prints one table row per mutant (docs/crash_injection.md has the table).
 #include <gtest/gtest.h>
@@ -44,7 +44,7 @@ const char* ModeName(Mode m) {
   return m == Mode::kPerPut ? "per-put" : m == Mode::kGroup ? "group" : "weak";
 }
 
-MutantRun RunMutant(pmem::Fault f, int max_failures,
+MutantRun RunMutant(memtable::Fault f, int max_failures,
                     Mode mode = Mode::kPerPut) {
   pmem::SetSimFault(f);
   MutantRun m;
@@ -64,7 +64,7 @@ MutantRun RunMutant(pmem::Fault f, int max_failures,
   mt.capture_probability = 0.08;
   mt.max_failures = max_failures;
   m.multi = RunCampaign(mt);
-  pmem::SetSimFault(pmem::Fault::kNone);
+  pmem::SetSimFault(memtable::Fault::kNone);
   std::printf(
       "[mutant] %-24s %-7s single: %-5s (%llu states, rules %s)  "
       "multi: %-5s (%llu states, rules %s)  => %s\n",
@@ -72,9 +72,9 @@ MutantRun RunMutant(pmem::Fault f, int max_failures,
       static_cast<unsigned long long>(m.single.states), Rules(m.single).c_str(),
       m.multi.failures ? "CAUGHT" : "pass",
       static_cast<unsigned long long>(m.multi.states), Rules(m.multi).c_str(),
-      f == pmem::Fault::kNone ? "clean"
-      : m.caught()            ? "caught"
-                              : "MISSED");
+      f == memtable::Fault::kNone ? "clean"
+      : m.caught()                ? "caught"
+                                  : "MISSED");
   for (const auto& msg : m.single.messages)
     std::printf("    st: %s\n", msg.c_str());
   for (const auto& msg : m.multi.messages)
@@ -85,7 +85,7 @@ MutantRun RunMutant(pmem::Fault f, int max_failures,
 
 TEST(MutantTest, UnmutatedSkiplistPasses) {
   for (Mode mode : {Mode::kPerPut, Mode::kGroup, Mode::kWeak}) {
-    MutantRun m = RunMutant(pmem::Fault::kNone, 5, mode);
+    MutantRun m = RunMutant(memtable::Fault::kNone, 5, mode);
     EXPECT_EQ(m.single.failures, 0u) << m.single.Summary();
     EXPECT_EQ(m.multi.failures, 0u) << m.multi.Summary();
   }
@@ -97,13 +97,13 @@ TEST(MutantTest, UnmutatedSkiplistPasses) {
 // thread already (its own pass), and by "acked-present" across threads.
 TEST(MutantTest, PublishBeforeGroupFenceIsCaught) {
   MutantRun m =
-      RunMutant(pmem::Fault::kPublishBeforeGroupFence, 1, Mode::kGroup);
+      RunMutant(memtable::Fault::kPublishBeforeGroupFence, 1, Mode::kGroup);
   EXPECT_GT(m.single.failures, 0u) << m.single.Summary();
   EXPECT_TRUE(m.single.failed_rules.count("visible-durable"))
       << m.single.Summary();
   // In per-put mode the faulty branch is never taken: the same campaign
   // passes (the mutant is specific to the group fence).
-  MutantRun p = RunMutant(pmem::Fault::kPublishBeforeGroupFence, 1);
+  MutantRun p = RunMutant(memtable::Fault::kPublishBeforeGroupFence, 1);
   EXPECT_FALSE(p.caught()) << p.single.Summary() << "; " << p.multi.Summary();
 }
 
@@ -111,8 +111,8 @@ TEST(MutantTest, PublishBeforeGroupFenceIsCaught) {
 // as the re-flushed weak words, or ignoring the cut in recovery, lets a
 // crash keep a later weak write without an earlier one.
 TEST(MutantTest, WeakPrefixMutantsAreCaught) {
-  for (pmem::Fault f :
-       {pmem::Fault::kCutBeforeDrain, pmem::Fault::kNoCutRule}) {
+  for (memtable::Fault f :
+       {memtable::Fault::kCutBeforeDrain, memtable::Fault::kNoCutRule}) {
     MutantRun m = RunMutant(f, 1, Mode::kWeak);
     EXPECT_GT(m.single.failures, 0u)
         << pmem::FaultName(f) << ": " << m.single.Summary();
@@ -124,17 +124,17 @@ TEST(MutantTest, WeakPrefixMutantsAreCaught) {
 // The persistence mutants of the per-put design are caught under group
 // commit and weak durability too.
 class EveryMutantEveryMode
-    : public ::testing::TestWithParam<std::tuple<pmem::Fault, Mode>> {};
+    : public ::testing::TestWithParam<std::tuple<memtable::Fault, Mode>> {};
 
 TEST_P(EveryMutantEveryMode, IsCaught) {
-  pmem::Fault f = std::get<0>(GetParam());
+  memtable::Fault f = std::get<0>(GetParam());
   MutantRun m = RunMutant(f, 1, std::get<1>(GetParam()));
   EXPECT_TRUE(m.caught()) << pmem::FaultName(f) << " survived: single "
                           << m.single.Summary() << "; multi "
                           << m.multi.Summary();
 }
 
-class EveryMutant : public ::testing::TestWithParam<pmem::Fault> {};
+class EveryMutant : public ::testing::TestWithParam<memtable::Fault> {};
 
 TEST_P(EveryMutant, IsCaught) {
   MutantRun m = RunMutant(GetParam(), 1);
@@ -149,7 +149,7 @@ TEST_P(EveryMutant, IsCaught) {
 // them, yet the waiter returns acknowledged. Caught with no eviction at all,
 // i.e. from the fences alone, only with several threads.
 TEST(MutantTest, NoPrepareFenceCaughtAcrossThreadsWithoutEviction) {
-  pmem::SetSimFault(pmem::Fault::kNoPrepareFence);
+  pmem::SetSimFault(memtable::Fault::kNoPrepareFence);
   CampaignOptions o;
   o.durable_only = true;
   o.threads = 1;
@@ -162,7 +162,7 @@ TEST(MutantTest, NoPrepareFenceCaughtAcrossThreadsWithoutEviction) {
   o.keys_per_thread = 8;
   o.capture_probability = 0.2;
   CampaignResult multi = RunCampaign(o);
-  pmem::SetSimFault(pmem::Fault::kNone);
+  pmem::SetSimFault(memtable::Fault::kNone);
   std::printf(
       "[mutant] kNoPrepareFence, durable image only: single %s, "
       "multi %s\n",
@@ -194,9 +194,9 @@ TEST(MutantTest, NoWeakReflushCaughtByTurns) {
     o.persist_every = 3;
     o.max_failures = 1;
     CampaignResult clean = RunCampaign(o);
-    pmem::SetSimFault(pmem::Fault::kNoWeakReflush);
+    pmem::SetSimFault(memtable::Fault::kNoWeakReflush);
     CampaignResult mutant = RunCampaign(o);
-    pmem::SetSimFault(pmem::Fault::kNone);
+    pmem::SetSimFault(memtable::Fault::kNone);
     std::printf("[mutant] kNoWeakReflush, turns (%s): clean %s; mutant %s\n",
                 group ? "group" : "per-put", clean.Summary().c_str(),
                 mutant.Summary().c_str());
@@ -210,14 +210,14 @@ TEST(MutantTest, NoWeakReflushCaughtByTurns) {
 // A GC mutant: a clean single-threaded GC campaign must pass and reuse
 // space; with the fault on, the single-threaded campaign (and, when given,
 // a multi-threaded one with a GC thread) must fail somewhere.
-void ExpectGcMutantCaught(pmem::Fault fault, CampaignOptions o,
+void ExpectGcMutantCaught(memtable::Fault fault, CampaignOptions o,
                           const CampaignOptions* multi_options) {
   CampaignResult clean = RunCampaign(o);
   pmem::SetSimFault(fault);
   CampaignResult single = RunCampaign(o);
   CampaignResult multi;
   if (multi_options) multi = RunCampaign(*multi_options);
-  pmem::SetSimFault(pmem::Fault::kNone);
+  pmem::SetSimFault(memtable::Fault::kNone);
   std::printf(
       "[mutant] %-24s single: %-5s (%llu states, rules %s)  "
       "multi: %-5s (%llu states, rules %s)  => %s\n",
@@ -256,7 +256,7 @@ TEST(MutantTest, GcUnlinkNotPersistedIsCaught) {
   multi.threads = 3;
   multi.gc_every = 1;
   multi.capture_probability = 0.1;
-  ExpectGcMutantCaught(pmem::Fault::kGcUnlinkNotPersisted, GcCampaign(9),
+  ExpectGcMutantCaught(memtable::Fault::kGcUnlinkNotPersisted, GcCampaign(9),
                        &multi);
 }
 
@@ -268,28 +268,29 @@ TEST(MutantTest, GcWithoutWeakDrainIsCaught) {
   CampaignOptions o = GcCampaign(17);
   o.weak_fraction = 0.7;
   o.persist_every = 7;
-  ExpectGcMutantCaught(pmem::Fault::kGcNoWeakDrain, o, nullptr);
+  ExpectGcMutantCaught(memtable::Fault::kGcNoWeakDrain, o, nullptr);
 }
 
 INSTANTIATE_TEST_SUITE_P(
     AllFaults, EveryMutant,
-    ::testing::Values(pmem::Fault::kNoNodeFlush, pmem::Fault::kNoPrepareFence,
-                      pmem::Fault::kNoVersionFlush, pmem::Fault::kNoLinkFlush,
-                      pmem::Fault::kBatchModeBeforeCommit,
-                      pmem::Fault::kNoMaxRule),
-    [](const ::testing::TestParamInfo<pmem::Fault>& i) {
+    ::testing::Values(
+        memtable::Fault::kNoNodeFlush, memtable::Fault::kNoPrepareFence,
+        memtable::Fault::kNoVersionFlush, memtable::Fault::kNoLinkFlush,
+        memtable::Fault::kBatchModeBeforeCommit, memtable::Fault::kNoMaxRule),
+    [](const ::testing::TestParamInfo<memtable::Fault>& i) {
       return std::string(pmem::FaultName(i.param)).substr(1);
     });
 
 INSTANTIATE_TEST_SUITE_P(
     GroupAndWeak, EveryMutantEveryMode,
-    ::testing::Combine(::testing::Values(pmem::Fault::kNoNodeFlush,
-                                         pmem::Fault::kNoVersionFlush,
-                                         pmem::Fault::kNoLinkFlush,
-                                         pmem::Fault::kBatchModeBeforeCommit,
-                                         pmem::Fault::kNoMaxRule),
-                       ::testing::Values(Mode::kGroup, Mode::kWeak)),
-    [](const ::testing::TestParamInfo<std::tuple<pmem::Fault, Mode>>& i) {
+    ::testing::Combine(
+        ::testing::Values(memtable::Fault::kNoNodeFlush,
+                          memtable::Fault::kNoVersionFlush,
+                          memtable::Fault::kNoLinkFlush,
+                          memtable::Fault::kBatchModeBeforeCommit,
+                          memtable::Fault::kNoMaxRule),
+        ::testing::Values(Mode::kGroup, Mode::kWeak)),
+    [](const ::testing::TestParamInfo<std::tuple<memtable::Fault, Mode>>& i) {
       return std::string(pmem::FaultName(std::get<0>(i.param))).substr(1) +
              "_" + (std::get<1>(i.param) == Mode::kGroup ? "group" : "weak");
     });

@@ -386,6 +386,8 @@ SimDomain::ScopedThreadOverride::~ScopedThreadOverride() {
 
 // ---- faults ----
 
+using memtable::Fault;
+
 void SetSimFault(Fault f) {
   internal::g_sim_fault.store(static_cast<int>(f), std::memory_order_relaxed);
 }

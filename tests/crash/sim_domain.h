@@ -50,6 +50,7 @@
 #include <vector>
 
 #include "flintkv/status.h"
+#include "memtable/policy_seams.h"
 #include "pmem/layout.h"
 #include "pmem/persist.h"
 #include "pmem/region.h"
@@ -244,11 +245,11 @@ class SimDomain {
 };
 
 // The fault (mutant) SimPersist reports through Faulty(); kNone normally.
-// A runtime switch of the simulation only: PmemPersist::Faulty stays a
-// constexpr false.
-void SetSimFault(Fault f);
-Fault SimFault();
-const char* FaultName(Fault f);
+// A runtime switch of the simulation only: the production policies declare
+// no Faulty, so memtable::Faulty<P> is a constant false for them.
+void SetSimFault(memtable::Fault f);
+memtable::Fault SimFault();
+const char* FaultName(memtable::Fault f);
 
 namespace internal {
 extern std::atomic<int> g_sim_fault;
@@ -258,8 +259,6 @@ extern std::atomic<int> g_sim_fault;
 // DurableSkipList in tests).
 struct SimPersist {
   static constexpr bool kDurable = true;
-  static void OnBeforePromote(const void*) {}  // GC race seams: nothing
-  static void OnGcPredFound(const void*, int) {}
   static void Flush(const void* p, size_t n) {
     if (SimDomain* d = SimDomain::Current()) d->Flush(p, n);
   }
@@ -291,8 +290,8 @@ struct SimPersist {
     SimDomain* d = SimDomain::Current();
     return d != nullptr && d->NotePassStart();
   }
-  static bool Faulty(Fault f) {
-    return f != Fault::kNone &&
+  static bool Faulty(memtable::Fault f) {
+    return f != memtable::Fault::kNone &&
            internal::g_sim_fault.load(std::memory_order_relaxed) ==
                static_cast<int>(f);
   }

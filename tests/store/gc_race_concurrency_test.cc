@@ -50,6 +50,8 @@ struct RacePersist : pmem::NoPersist {
   }
 };
 
+// The race hooks are seen (else the list compiles them away).
+static_assert(memtable::HasSeams<RacePersist>());
 using List = memtable::DurableSkipList<RacePersist>;
 using Gc = memtable::VersionGc<RacePersist>;
 using memtable::IndexNode;

@@ -1,0 +1,192 @@
+// Test and benchmark seams of a persistence policy.
+//
+// The durable skiplist takes its persistence policy P as a template argument
+// (pmem/persist.h). A production policy (PmemPersist, NoPersist) declares
+// only persistence: kDurable, Flush, Fence, Persist, FullFence,
+// ReleaseWithFullFence, Prefetch. A policy written for a test or a benchmark
+// may also declare any of the members below; the list reaches them only
+// through the functions of this header, which compile to nothing (a
+// constant false, an empty call) for a policy that does not declare them.
+// So no library, plugin or product binary contains a seam: the product
+// policies are checked to declare none (the static_assert at the end; the
+// tests assert that HasSeams sees their policies' seams).
+//
+//  Fault (mutants): `static bool Faulty(Fault)` — true drops or misorders one
+//    persistence step, so that the crash-injection campaign proves it
+//    catches that step's absence (tests/crash/sim_domain.h, SimPersist).
+//  Crash-simulator hooks: `static void OnAdvertise()` when a worker
+//    advertises; `static bool OnPassStart()` when a combiner took the lock,
+//    before it decides whom its pass serves (true: scan every slot).
+//  GC race hooks (tests/store/gc_race_concurrency_test.cc):
+//    `static void OnBeforePromote(const void* index_node)` between a node's
+//    level-0 link and its Promote; `static void OnGcPredFound(const void*
+//    index_node, int level)` in the version GC between finding a node's
+//    predecessor at `level` and unlinking it there.
+//  Measurement probes (tools/bench_policies.h, flintkv_probe_bench only):
+//    `static constexpr uint32_t kProbes`, a mask of MeasureProbe bits; each
+//    leaves one part of a put out, to measure what that part costs. A
+//    probed list breaks the invariants (kNoLinkStore leaves no persistent
+//    list; kNoCombining is correct only while its lock is the only path to
+//    level 0).
+//  Global-lock baseline (flintkv_bench's `globallock`):
+//    `static constexpr bool kGlobalLock = true` runs every phase of every
+//    update under one mutex, per-put durable (the paper's lock-based
+//    comparison point). Not for the version GC (memtable/version_gc.h).
+#pragma once
+
+#include <cstdint>
+#include <mutex>
+#include <type_traits>
+
+#include "pmem/persist.h"
+
+namespace flintkv {
+namespace memtable {
+
+// Deliberate faults of the crash-injection campaign's mutants.
+enum class Fault {
+  kNone = 0,
+  kNoNodeFlush,            // prepare: node body not flushed           (P1)
+  kNoPrepareFence,         // prepare: successor pointer not fenced    (P1)
+  kNoVersionFlush,         // attach: new version not flushed          (P2)
+  kNoLinkFlush,            // attach: predecessor pointer not flushed  (P2)
+  kBatchModeBeforeCommit,  // batch: batch_mode persisted before commit_version
+  kNoMaxRule,              // recovery keeps version-MAX nodes (single fence
+                           // optimisation without its recovery rule)
+  kPublishBeforeGroupFence,  // group pass: visible + release before P15 fence
+  kCutBeforeDrain,        // weak drain: cut cleared under the same fence as the
+                          // re-flushed words (P16 ordering fence missing)
+  kNoCutRule,             // recovery ignores durable_cut (P17)
+  kGcUnlinkNotPersisted,  // version GC: a node's space is reused before its
+                          // unlink is durable (no flush/fence)       (P12)
+  kGcNoWeakDrain,         // version GC unlinks while weak writes are not yet
+                   // durable (no drain first)                     (P12+P16)
+  kNoWeakReflush,  // weak drain: the thread that moves the cut fences
+                   // without re-flushing the words other threads'
+                   // combiners flushed                                (P16)
+};
+
+enum class MeasureProbe : uint32_t {
+  // PROCESS_PUT neither stores nor flushes the predecessor's PMEM link:
+  // what the store into another node's PMEM line costs.
+  kNoLinkStore = 1u << 0,
+  // ATTACH takes the combiner lock, links its own node, publishes and
+  // releases with a plain store: no advertisement, no scan of the slots,
+  // no status hand-off. What the combiner costs beyond a plain lock.
+  kNoCombining = 1u << 1,
+};
+
+namespace seams_detail {
+template <class P, class = void>
+struct HasFaulty : std::false_type {};
+template <class P>
+struct HasFaulty<P, std::void_t<decltype(P::Faulty(Fault::kNone))>>
+    : std::true_type {};
+template <class P, class = void>
+struct HasOnAdvertise : std::false_type {};
+template <class P>
+struct HasOnAdvertise<P, std::void_t<decltype(P::OnAdvertise())>>
+    : std::true_type {};
+template <class P, class = void>
+struct HasOnPassStart : std::false_type {};
+template <class P>
+struct HasOnPassStart<P, std::void_t<decltype(P::OnPassStart())>>
+    : std::true_type {};
+template <class P, class = void>
+struct HasOnBeforePromote : std::false_type {};
+template <class P>
+struct HasOnBeforePromote<
+    P, std::void_t<decltype(P::OnBeforePromote(static_cast<void*>(nullptr)))>>
+    : std::true_type {};
+template <class P, class = void>
+struct HasOnGcPredFound : std::false_type {};
+template <class P>
+struct HasOnGcPredFound<
+    P, std::void_t<decltype(P::OnGcPredFound(static_cast<void*>(nullptr), 0))>>
+    : std::true_type {};
+template <class P, class = void>
+struct ProbeMask : std::integral_constant<uint32_t, 0> {};
+template <class P>
+struct ProbeMask<P, std::void_t<decltype(P::kProbes)>>
+    : std::integral_constant<uint32_t, P::kProbes> {};
+template <class P, class = void>
+struct GlobalLock : std::false_type {};
+template <class P>
+struct GlobalLock<P, std::void_t<decltype(P::kGlobalLock)>>
+    : std::integral_constant<bool, P::kGlobalLock> {};
+
+// The global-lock baseline's mutex, or nothing.
+struct NoMutex {
+  void lock() {}
+  void unlock() {}
+};
+}  // namespace seams_detail
+
+// True if P declares any seam of this header.
+template <class P>
+constexpr bool HasSeams() {
+  using namespace seams_detail;  // NOLINT(build/namespaces)
+  return HasFaulty<P>::value || HasOnAdvertise<P>::value ||
+         HasOnPassStart<P>::value || HasOnBeforePromote<P>::value ||
+         HasOnGcPredFound<P>::value || ProbeMask<P>::value != 0 ||
+         GlobalLock<P>::value;
+}
+
+template <class P>
+inline bool Faulty(Fault f) {
+  if constexpr (seams_detail::HasFaulty<P>::value) {
+    return P::Faulty(f);
+  } else {
+    return false;
+  }
+}
+
+template <class P>
+inline void OnAdvertise() {
+  if constexpr (seams_detail::HasOnAdvertise<P>::value) P::OnAdvertise();
+}
+
+template <class P>
+inline bool OnPassStart() {
+  if constexpr (seams_detail::HasOnPassStart<P>::value) {
+    return P::OnPassStart();
+  } else {
+    return false;
+  }
+}
+
+template <class P>
+inline void OnBeforePromote(const void* index_node) {
+  if constexpr (seams_detail::HasOnBeforePromote<P>::value) {
+    P::OnBeforePromote(index_node);
+  }
+}
+
+template <class P>
+inline void OnGcPredFound(const void* index_node, int level) {
+  if constexpr (seams_detail::HasOnGcPredFound<P>::value) {
+    P::OnGcPredFound(index_node, level);
+  }
+}
+
+template <class P>
+constexpr bool Probing(MeasureProbe probe) {
+  return (seams_detail::ProbeMask<P>::value & static_cast<uint32_t>(probe)) !=
+         0;
+}
+
+template <class P>
+constexpr bool GlobalLocked() {
+  return seams_detail::GlobalLock<P>::value;
+}
+
+// A std::mutex for the global-lock baseline, an empty type otherwise.
+template <class P>
+using GlobalMutex =
+    std::conditional_t<GlobalLocked<P>(), std::mutex, seams_detail::NoMutex>;
+
+static_assert(!HasSeams<pmem::PmemPersist>() && !HasSeams<pmem::NoPersist>(),
+              "a production persistence policy declares a test seam");
+
+}  // namespace memtable
+}  // namespace flintkv
