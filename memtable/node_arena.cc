@@ -34,8 +34,28 @@ char* AlignLine(char* p, char* end) {
   return q < end ? q : end;
 }
 
-// Identifies the calling thread to a shard.
-thread_local char tls_user;
+// The calling thread's user token, unique within the process: a block
+// records the token of the thread that last bumped it (Block::last_user).
+// Neither a ThreadId (returned at exit) nor a thread_local's address
+// (glibc gives an exited thread's TLS block to the next thread it starts)
+// tells a new thread from an exited one, so a new thread with either would
+// continue the old thread's partly used line. 0: not assigned yet.
+std::atomic<uint64_t> next_user_token{1};
+thread_local uint64_t tls_user_token = 0;
+
+uint64_t UserToken() {
+  uint64_t t = tls_user_token;
+  if (t == 0) {
+    // relaxed: the read-modify-write alone makes every token distinct (and
+    // 2^64 never wrap); the token publishes no other data. A block passes
+    // between threads under an order of its own: ThreadId's free-list
+    // mutex for a thread block, the shard's mutex for a shard.
+    t = next_user_token.fetch_add(1, std::memory_order_relaxed);
+    tls_user_token = t;  // plain thread_local: trivially destroyed, so
+                         // still valid in the thread's exit destructors
+  }
+  return t;
+}
 
 int NumShards() {
   unsigned n = std::thread::hardware_concurrency();
@@ -99,13 +119,15 @@ Status NodeArena::Allocate(size_t size, bool use_reserve, char** out) {
 
 Status NodeArena::BumpFrom(Block* b, size_t block_size, size_t size,
                            bool use_reserve, char** out) {
-  if (b->last_user != &tls_user) {
+  const uint64_t user = UserToken();
+  if (b->last_user != user) {
     // No cache line holds nodes of two threads: they would flush and write
     // one line from two cores (false sharing), and a line's write-back
     // would carry another thread's half-written node. (A thread block
-    // changes hands only when an exited thread's id is reused.)
+    // changes hands only when an exited thread's id is reused; the token
+    // of the thread that gets it is new, so it starts on a fresh line.)
     b->cur = AlignLine(b->cur, b->end);
-    b->last_user = &tls_user;
+    b->last_user = user;
   }
   if (static_cast<size_t>(b->end - b->cur) < size) {
     const size_t want = std::max(size, b->refill ? b->refill : block_size);

@@ -11,19 +11,27 @@
 // of exactly its size. Nodes allocated with use_reserve take the same path;
 // only a new chunk they need may come from the reserve. So a list holds at
 // most one partly used chunk, one partly used block per thread id that
-// allocated from it, and one per shard. A cache line never holds nodes of
-// two threads.
+// allocated from it, and one per shard. A cache line never holds fresh
+// nodes of two threads: a block records the token of the thread that last
+// bumped it, unique within the process (never reused, unlike a ThreadId or
+// a thread_local's address), and a thread that is not that one starts on
+// the next line; every carve starts on a line of its own.
 //
 // Reuse (standalone store with version GC): Free() returns a node's bytes
 // once its unlink is durable and no reader holds it (P12, the GC's duty);
 // Allocate serves from freed bytes first (FreeExtents, best fit), and
 // AdoptChunks (recovery) frees every chunk byte no reachable node uses
 // (P14). A list that never frees pays one relaxed load per allocation.
+// Freed bytes go to whichever thread asks, so a reused node may share its
+// line with another thread's nodes.
 //
 // Thread safety: Allocate and Free may be called concurrently. A thread's
 // block is written only by the thread holding its id (ids pass from an
 // exited thread to a new one through ThreadId's free list, which orders
-// them); UsedBytes reads every block's `free` (relaxed).
+// them), a shard's only under its mutex; the common path takes no lock (a
+// thread's token is one thread_local load after its first allocation,
+// which takes it from a process-wide counter with a relaxed fetch_add).
+// UsedBytes reads every block's `free` (relaxed).
 // Persistence: chunks are pool objects created atomically naming their
 // owner list (P8, Region::NewChunk); nodes carry no state here (their
 // persistence is the skiplist's, P1-P4), so no flush or fence is issued.
@@ -79,8 +87,8 @@ class NodeArena {
   struct Block {
     char* cur = nullptr;
     char* end = nullptr;
-    const void* last_user = nullptr;  // thread of the last allocation
-    std::atomic<size_t> free{0};      // end - cur, for UsedBytes
+    uint64_t last_user = 0;       // token of the last allocating thread
+    std::atomic<size_t> free{0};  // end - cur, for UsedBytes
     size_t refill = 0;  // bytes of the next block (0: the full block size)
   };
   // Its thread's only. Starts small and doubles with every refill up to
