@@ -12,7 +12,6 @@
 #include <memory>
 #include <sstream>
 
-#include "flintkv/rocksdb_memtable.h"
 #include "memtable/list_walk.h"
 #include "memtable/rocksdb/memtable_meta.h"
 #include "memtable/rocksdb/recovery_port.h"
