@@ -37,7 +37,7 @@ int DurableSkipList<P>::Attach(Slot* slot) {
     return ok ? kSuccess : kFailed;
   }
   slot->status.store(kReady, std::memory_order_release);
-  OnAdvertise<P>();  // test seam (crash simulator); empty in production
+  OnAdvertise<P>();  // seam: nothing for production policies
   int spins = 0;
   bool waiting = false;  // counted in waiters_
   while (true) {

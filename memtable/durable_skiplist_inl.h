@@ -240,7 +240,7 @@ Status DurableSkipList<P>::Insert(pmem::NvmNode* node, InsertResult* result,
     Bump(slot, &SlotStats::retries);
   }
   CountSuperseded(slot, adv);
-  OnBeforePromote<P>(adv.inode);  // test seam; empty in production
+  OnBeforePromote<P>(adv.inode);  // seam: nothing for production policies
   Promote(&adv);
   if constexpr (GlobalLocked<P>()) {
     P::FullFence();  // as the combiner does after its lock

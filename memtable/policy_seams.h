@@ -8,8 +8,9 @@
 // through the functions of this header, which compile to nothing (a
 // constant false, an empty call) for a policy that does not declare them.
 // So no library, plugin or product binary contains a seam: the product
-// policies are checked to declare none (the static_assert at the end; the
-// tests assert that HasSeams sees their policies' seams).
+// policies are checked to declare none (the static_asserts at the end), and
+// the tests and benchmarks assert that each seam of their policies is seen
+// (Declares).
 //
 //  Fault (mutants): `static bool Faulty(Fault)` — true drops or misorders one
 //    persistence step, so that the crash-injection campaign proves it
@@ -76,44 +77,35 @@ enum class MeasureProbe : uint32_t {
   kNoCombining = 1u << 1,
 };
 
+// The seams, for Declares<P>() (the tests assert each seam of their
+// policies is seen, so none can be compiled away by mistake).
+enum class Seam {
+  kFaulty,
+  kOnAdvertise,
+  kOnPassStart,
+  kOnBeforePromote,
+  kOnGcPredFound,
+  kProbes,
+  kGlobalLock,
+};
+
 namespace seams_detail {
-template <class P, class = void>
-struct HasFaulty : std::false_type {};
-template <class P>
-struct HasFaulty<P, std::void_t<decltype(P::Faulty(Fault::kNone))>>
-    : std::true_type {};
-template <class P, class = void>
-struct HasOnAdvertise : std::false_type {};
-template <class P>
-struct HasOnAdvertise<P, std::void_t<decltype(P::OnAdvertise())>>
-    : std::true_type {};
-template <class P, class = void>
-struct HasOnPassStart : std::false_type {};
-template <class P>
-struct HasOnPassStart<P, std::void_t<decltype(P::OnPassStart())>>
-    : std::true_type {};
-template <class P, class = void>
-struct HasOnBeforePromote : std::false_type {};
-template <class P>
-struct HasOnBeforePromote<
-    P, std::void_t<decltype(P::OnBeforePromote(static_cast<void*>(nullptr)))>>
-    : std::true_type {};
-template <class P, class = void>
-struct HasOnGcPredFound : std::false_type {};
-template <class P>
-struct HasOnGcPredFound<
-    P, std::void_t<decltype(P::OnGcPredFound(static_cast<void*>(nullptr), 0))>>
-    : std::true_type {};
-template <class P, class = void>
-struct ProbeMask : std::integral_constant<uint32_t, 0> {};
-template <class P>
-struct ProbeMask<P, std::void_t<decltype(P::kProbes)>>
-    : std::integral_constant<uint32_t, P::kProbes> {};
-template <class P, class = void>
-struct GlobalLock : std::false_type {};
-template <class P>
-struct GlobalLock<P, std::void_t<decltype(P::kGlobalLock)>>
-    : std::integral_constant<bool, P::kGlobalLock> {};
+// A seam is detected by its name; the wrappers below then call it with
+// their arguments, so a seam declared with a wrong signature does not
+// compile (it is never silently left out).
+#define FLINTKV_SEAM_TRAIT(Trait, member) \
+  template <class P, class = void>        \
+  struct Trait : std::false_type {};      \
+  template <class P>                      \
+  struct Trait<P, std::void_t<decltype(&P::member)>> : std::true_type {};
+FLINTKV_SEAM_TRAIT(HasFaulty, Faulty)
+FLINTKV_SEAM_TRAIT(HasOnAdvertise, OnAdvertise)
+FLINTKV_SEAM_TRAIT(HasOnPassStart, OnPassStart)
+FLINTKV_SEAM_TRAIT(HasOnBeforePromote, OnBeforePromote)
+FLINTKV_SEAM_TRAIT(HasOnGcPredFound, OnGcPredFound)
+FLINTKV_SEAM_TRAIT(HasProbes, kProbes)
+FLINTKV_SEAM_TRAIT(HasGlobalLock, kGlobalLock)
+#undef FLINTKV_SEAM_TRAIT
 
 // The global-lock baseline's mutex, or nothing.
 struct NoMutex {
@@ -122,18 +114,43 @@ struct NoMutex {
 };
 }  // namespace seams_detail
 
+template <class P>
+constexpr bool Declares(Seam seam) {
+  using namespace seams_detail;  // NOLINT(build/namespaces)
+  switch (seam) {
+    case Seam::kFaulty:
+      return HasFaulty<P>::value;
+    case Seam::kOnAdvertise:
+      return HasOnAdvertise<P>::value;
+    case Seam::kOnPassStart:
+      return HasOnPassStart<P>::value;
+    case Seam::kOnBeforePromote:
+      return HasOnBeforePromote<P>::value;
+    case Seam::kOnGcPredFound:
+      return HasOnGcPredFound<P>::value;
+    case Seam::kProbes:
+      return HasProbes<P>::value;
+    case Seam::kGlobalLock:
+      return HasGlobalLock<P>::value;
+  }
+  return false;
+}
+
 // True if P declares any seam of this header.
 template <class P>
 constexpr bool HasSeams() {
-  using namespace seams_detail;  // NOLINT(build/namespaces)
-  return HasFaulty<P>::value || HasOnAdvertise<P>::value ||
-         HasOnPassStart<P>::value || HasOnBeforePromote<P>::value ||
-         HasOnGcPredFound<P>::value || ProbeMask<P>::value != 0 ||
-         GlobalLock<P>::value;
+  for (Seam s : {Seam::kFaulty, Seam::kOnAdvertise, Seam::kOnPassStart,
+                 Seam::kOnBeforePromote, Seam::kOnGcPredFound, Seam::kProbes,
+                 Seam::kGlobalLock}) {
+    if (Declares<P>(s)) return true;
+  }
+  return false;
 }
 
+// The wrappers are constexpr: for a policy without the seam they are
+// constant expressions (false, or nothing), even unoptimised.
 template <class P>
-inline bool Faulty(Fault f) {
+constexpr bool Faulty(Fault f) {
   if constexpr (seams_detail::HasFaulty<P>::value) {
     return P::Faulty(f);
   } else {
@@ -142,12 +159,12 @@ inline bool Faulty(Fault f) {
 }
 
 template <class P>
-inline void OnAdvertise() {
+constexpr void OnAdvertise() {
   if constexpr (seams_detail::HasOnAdvertise<P>::value) P::OnAdvertise();
 }
 
 template <class P>
-inline bool OnPassStart() {
+constexpr bool OnPassStart() {
   if constexpr (seams_detail::HasOnPassStart<P>::value) {
     return P::OnPassStart();
   } else {
@@ -156,14 +173,14 @@ inline bool OnPassStart() {
 }
 
 template <class P>
-inline void OnBeforePromote(const void* index_node) {
+constexpr void OnBeforePromote(const void* index_node) {
   if constexpr (seams_detail::HasOnBeforePromote<P>::value) {
     P::OnBeforePromote(index_node);
   }
 }
 
 template <class P>
-inline void OnGcPredFound(const void* index_node, int level) {
+constexpr void OnGcPredFound(const void* index_node, int level) {
   if constexpr (seams_detail::HasOnGcPredFound<P>::value) {
     P::OnGcPredFound(index_node, level);
   }
@@ -171,13 +188,20 @@ inline void OnGcPredFound(const void* index_node, int level) {
 
 template <class P>
 constexpr bool Probing(MeasureProbe probe) {
-  return (seams_detail::ProbeMask<P>::value & static_cast<uint32_t>(probe)) !=
-         0;
+  if constexpr (seams_detail::HasProbes<P>::value) {
+    return (uint32_t{P::kProbes} & static_cast<uint32_t>(probe)) != 0;
+  } else {
+    return false;
+  }
 }
 
 template <class P>
 constexpr bool GlobalLocked() {
-  return seams_detail::GlobalLock<P>::value;
+  if constexpr (seams_detail::HasGlobalLock<P>::value) {
+    return bool{P::kGlobalLock};
+  } else {
+    return false;
+  }
 }
 
 // A std::mutex for the global-lock baseline, an empty type otherwise.
@@ -187,6 +211,9 @@ using GlobalMutex =
 
 static_assert(!HasSeams<pmem::PmemPersist>() && !HasSeams<pmem::NoPersist>(),
               "a production persistence policy declares a test seam");
+static_assert(!Faulty<pmem::PmemPersist>(Fault::kNoNodeFlush) &&
+                  !OnPassStart<pmem::PmemPersist>(),
+              "the seams are constant expressions for the product");
 
 }  // namespace memtable
 }  // namespace flintkv

@@ -70,6 +70,8 @@ struct GcStats {
 
 template <class P>
 class VersionGc {
+  static_assert(!GlobalLocked<P>(), "not for global-lock baseline lists");
+
  public:
   // nodes_per_hold: level-0 nodes examined per combiner-lock hold (writers
   // wait at most that long for the GC).

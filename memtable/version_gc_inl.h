@@ -198,7 +198,7 @@ IndexNode* VersionGc<P>::PredAt(const Node* r, int level) const {
       nx = x->Next(l);
     }
   }
-  OnGcPredFound<P>(r, level);  // test seam; empty in production
+  OnGcPredFound<P>(r, level);  // seam: nothing for production policies
   return nx == r ? x : nullptr;
 }
 

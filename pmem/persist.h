@@ -9,7 +9,7 @@
 //  - NoPersist: no write-back and no fences. Only for the volatile baseline
 //    in benchmarks; never durable.
 //  - SimPersist (tests/crash/): records flushes and fences per thread.
-// These production policies declare persistence only; the seams a test or
+// PmemPersist and NoPersist declare persistence only; the seams a test or
 // benchmark policy may add (faults, hooks, probes, the global-lock
 // baseline) are listed in memtable/policy_seams.h.
 // Thread safety: all functions are thread-safe. The latency model is

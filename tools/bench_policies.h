@@ -37,6 +37,11 @@ struct Probed : Base {
 
 static_assert(memtable::GlobalLocked<GlobalLockBaseline<pmem::PmemPersist>>(),
               "the baseline's lock is seen by the list");
+static_assert(memtable::Probing<Probed<pmem::NoPersist, 3>>(
+                  memtable::MeasureProbe::kNoLinkStore) &&
+                  memtable::Probing<Probed<pmem::NoPersist, 3>>(
+                      memtable::MeasureProbe::kNoCombining),
+              "the probes are seen by the list");
 
 }  // namespace bench
 }  // namespace flintkv

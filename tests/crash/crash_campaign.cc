@@ -495,6 +495,7 @@ CampaignResult RunCampaign(const CampaignOptions& o) {
   memtable::WriteStats ws = list->GetWriteStats();
   res.passes = ws.passes;
   res.ads_served = ws.ads_served;
+  res.advertisements = dom.advertisements();
   if (failed) {
     res.failures++;
     res.failed_rules["workload"]++;

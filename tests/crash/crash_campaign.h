@@ -96,10 +96,11 @@ struct CampaignResult {
   uint64_t failures = 0;         // images that failed a check
   std::map<std::string, uint64_t> failed_rules;  // rule -> count
   std::vector<std::string> messages;             // first few failures
-  uint64_t fences = 0;                     // fences executed by the workload
-  uint64_t passes = 0;                     // combining passes (WriteStats)
-  uint64_t ads_served = 0;                 // advertisements they served
-  uint64_t persists = 0;                   // Persist() calls of the workload
+  uint64_t fences = 0;          // fences executed by the workload
+  uint64_t passes = 0;          // combining passes (WriteStats)
+  uint64_t ads_served = 0;      // advertisements they served
+  uint64_t advertisements = 0;  // SimPersist::OnAdvertise calls (the seam)
+  uint64_t persists = 0;        // Persist() calls of the workload
   uint64_t gc_unlinked = 0, gc_freed = 0;  // gc_every > 0
   std::string Summary() const;
 };

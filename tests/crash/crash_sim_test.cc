@@ -189,6 +189,9 @@ TEST_F(CrashSimTest, LockstepGroupCommit) {
   // rounds (3.3-3.7 measured; 1.9 when a pass decided whom to serve
   // before the hook had waited for the others).
   EXPECT_GT(2 * r.ads_served, 5 * r.passes) << r.Summary();
+  // Every served advertisement reached the simulator's seam, which the
+  // lockstep pass waits on (else it only sat out its time bound).
+  EXPECT_GE(r.advertisements, r.ads_served) << r.Summary();
   EXPECT_EQ(r.crash_points, r.fences + 1);
 }
 
@@ -197,6 +200,9 @@ TEST_F(CrashSimTest, LockstepPerPut) {
   CampaignResult r = RunTimed("lockstep per-put", o);
   EXPECT_EQ(r.failures, 0u) << r.Summary();
   EXPECT_GT(2 * r.ads_served, 5 * r.passes) << r.Summary();
+  // Every served advertisement reached the simulator's seam, which the
+  // lockstep pass waits on (else it only sat out its time bound).
+  EXPECT_GE(r.advertisements, r.ads_served) << r.Summary();
 }
 
 TEST_F(CrashSimTest, LockstepWeak) {
@@ -209,6 +215,7 @@ TEST_F(CrashSimTest, LockstepWeak) {
         std::string("lockstep weak, ") + (group ? "group" : "per-put"), o);
     EXPECT_EQ(r.failures, 0u) << r.Summary();
     EXPECT_GT(2 * r.ads_served, 5 * r.passes) << r.Summary();
+    EXPECT_GE(r.advertisements, r.ads_served) << r.Summary();
     EXPECT_GT(r.persists, 0u);
   }
 }
@@ -269,7 +276,10 @@ TEST_F(CrashSimTest, WeakAndGroupMultiThreaded) {
 using List = memtable::DurableSkipList<pmem::SimPersist>;
 // The simulator's hooks and faults are seen (else the list would compile
 // them away and every campaign would test nothing).
-static_assert(memtable::HasSeams<pmem::SimPersist>());
+static_assert(
+    memtable::Declares<pmem::SimPersist>(memtable::Seam::kFaulty) &&
+    memtable::Declares<pmem::SimPersist>(memtable::Seam::kOnAdvertise) &&
+    memtable::Declares<pmem::SimPersist>(memtable::Seam::kOnPassStart));
 
 // Inserts key "k" with `value` (durable at return if sync).
 void PutK(List* list, const std::string& value, bool sync) {

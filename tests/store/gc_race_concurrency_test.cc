@@ -1,6 +1,7 @@
 // The version GC's upper-level unlink against a concurrent Promote,
 // made deterministic by the persistence policy's race seams
-// (pmem/persist.h: OnBeforePromote, OnGcPredFound; empty in production).
+// (memtable/policy_seams.h: OnBeforePromote, OnGcPredFound; the production
+// policies declare none).
 //
 // A key has versions A (oldest) and B; a writer links a newer version N at
 // level 0 and stops before its Promote. The GC collects A and B. When its
@@ -51,7 +52,9 @@ struct RacePersist : pmem::NoPersist {
 };
 
 // The race hooks are seen (else the list compiles them away).
-static_assert(memtable::HasSeams<RacePersist>());
+static_assert(
+    memtable::Declares<RacePersist>(memtable::Seam::kOnBeforePromote) &&
+    memtable::Declares<RacePersist>(memtable::Seam::kOnGcPredFound));
 using List = memtable::DurableSkipList<RacePersist>;
 using Gc = memtable::VersionGc<RacePersist>;
 using memtable::IndexNode;
