@@ -1,6 +1,7 @@
 #include "tools/bench_util.h"
 
-#include <errno.h>  // program_invocation_short_name (GNU)
+#include <errno.h>   // program_invocation_short_name (GNU)
+#include <limits.h>  // PATH_MAX
 #include <sched.h>
 
 #include <algorithm>
@@ -72,6 +73,73 @@ std::string LoadAvg() {
   std::string a, b, c;
   in >> a >> b >> c;
   return a + " " + b + " " + c;
+}
+
+namespace {
+// The mount holding `path` (longest mount-point prefix in mountinfo): its
+// file system type and super-block options.
+bool MountOf(const std::string& path, std::string* fstype,
+             std::string* options) {
+  std::ifstream in("/proc/self/mountinfo");
+  std::string line;
+  size_t best = 0;
+  bool found = false;
+  while (std::getline(in, line)) {
+    // id parent major:minor root mount-point opts [tags...] - type src super
+    std::istringstream f(line);
+    std::string id, parent, dev, root, point, opts, tok;
+    f >> id >> parent >> dev >> root >> point >> opts;
+    while (f >> tok && tok != "-") {
+    }
+    std::string type, source, super;
+    f >> type >> source >> super;
+    const bool prefix = path.compare(0, point.size(), point) == 0 &&
+                        (point == "/" || path.size() == point.size() ||
+                         path[point.size()] == '/');
+    if (prefix && point.size() >= best) {
+      best = point.size();
+      *fstype = type;
+      *options = super;
+      found = true;
+    }
+  }
+  return found;
+}
+
+std::string OptionValue(const std::string& options, const std::string& key,
+                        const std::string& absent) {
+  std::istringstream f(options);
+  std::string item;
+  while (std::getline(f, item, ',')) {
+    if (item.compare(0, key.size() + 1, key + "=") == 0) {
+      return item.substr(key.size() + 1);
+    }
+  }
+  return absent;
+}
+}  // namespace
+
+std::string PoolPages(const std::string& dir) {
+  char real[PATH_MAX];
+  const std::string path = realpath(dir.c_str(), real) ? real : dir;
+  std::string fstype, options;
+  if (!MountOf(path, &fstype, &options)) return "page size unknown";
+  if (fstype != "tmpfs") return fstype + ", page size not inspected";
+  const std::string huge = OptionValue(options, "huge", "never");
+  std::ifstream in("/sys/kernel/mm/transparent_hugepage/shmem_enabled");
+  std::string all, shmem = "unknown";
+  std::getline(in, all);
+  const size_t open = all.find('['), close = all.find(']');
+  if (open != std::string::npos && close > open) {
+    shmem = all.substr(open + 1, close - open - 1);
+  }
+  // "force" applies huge pages to every tmpfs mount, "deny" to none; else
+  // the mount's own option decides (libpmem does not madvise).
+  const bool big =
+      shmem == "force" ||
+      (shmem != "deny" && (huge == "always" || huge == "within_size"));
+  return std::string(big ? "2 MiB" : "4 KiB") + " pages: tmpfs huge=" + huge +
+         ", shmem_enabled=" + shmem;
 }
 
 double ProcessCpuSeconds() {

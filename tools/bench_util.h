@@ -29,6 +29,12 @@ int AffinityCpus();
 void CpuTimes(uint64_t* steal, uint64_t* total);
 // The three load averages of /proc/loadavg.
 std::string LoadAvg();
+// The page size a pool file in `dir` is mapped with, and why: "4 KiB
+// pages: tmpfs huge=never, shmem_enabled=never", "2 MiB pages: tmpfs
+// huge=always, ...", or the file system's name when it is not tmpfs. A put's
+// store into its predecessor's line pays a TLB miss more often with 4 KiB
+// pages (docs/results/performance.md, "Pool page size").
+std::string PoolPages(const std::string& dir);
 // CPU seconds used by this process so far.
 double ProcessCpuSeconds();
 // Local time, "YYYY-mm-dd HH:MM:SS TZ".

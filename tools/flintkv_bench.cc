@@ -287,16 +287,17 @@ int Main(int argc, char** argv) {
       HasFlag(flags, "clflushopt") ? "yes" : "no", un.sysname, un.release,
       LoadAvg().c_str());
   std::printf(
-      "- workload: key %d B (%s), value %d B, %s, pool in %s, latency model "
+      "- workload: key %d B (%s), value %d B, %s, pool in %s (%s), latency "
+      "model "
       "%s (%u ns/line, %u ns/fence), prefault %s, repeats %d (median)\n",
       FLAGS_key_size, FLAGS_key_format.c_str(), FLAGS_value_size,
       FLAGS_batch_size > 0
           ? ("WriteBatch of " + std::to_string(FLAGS_batch_size) + " keys")
                 .c_str()
           : "single Put",
-      FLAGS_pool_dir.c_str(), FLAGS_latency_model.c_str(),
-      model.ns_per_flushed_line, model.ns_per_fence,
-      FLAGS_prefault ? "on" : "off", FLAGS_repeats);
+      FLAGS_pool_dir.c_str(), PoolPages(FLAGS_pool_dir).c_str(),
+      FLAGS_latency_model.c_str(), model.ns_per_flushed_line,
+      model.ns_per_fence, FLAGS_prefault ? "on" : "off", FLAGS_repeats);
   std::fflush(stdout);
 
   // Repeats are the outer loop so that slow drift on a shared machine
