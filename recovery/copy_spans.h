@@ -7,9 +7,9 @@
 
 #include <cstdint>
 
-#include "memtable/rocksdb/memtable_meta.h"
 #include "pmem/layout.h"
 #include "recovery/replay.h"
+#include "rocksdb_common/memtable_meta.h"
 
 namespace flintkv {
 namespace recovery {

@@ -13,15 +13,15 @@
 #include <sstream>
 
 #include "memtable/list_walk.h"
-#include "memtable/rocksdb/memtable_meta.h"
 #include "memtable/rocksdb/recovery_port.h"
-#include "memtable/rocksdb/watermark.h"
 #include "recovery/internal_key_cmp.h"
 #include "recovery/replay.h"
 #include "rocksdb/comparator.h"
 #include "rocksdb/convenience.h"
 #include "rocksdb/env.h"
 #include "rocksdb/utilities/options_util.h"
+#include "rocksdb_common/memtable_meta.h"
+#include "rocksdb_common/watermark.h"
 
 namespace flintkv {
 namespace {

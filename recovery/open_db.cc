@@ -10,10 +10,10 @@
 
 #include "flintkv/rocksdb_memtable.h"
 #include "memtable/rocksdb/recovery_port.h"
-#include "memtable/rocksdb/watermark.h"
 #include "recovery/flint_db.h"
 #include "recovery/pool_claim.h"
 #include "recovery/sequence_clock.h"
+#include "rocksdb_common/watermark.h"
 
 namespace flintkv {
 

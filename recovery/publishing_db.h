@@ -12,11 +12,11 @@
 #include <string>
 #include <vector>
 
-#include "memtable/rocksdb/watermark.h"
 #include "pmem/pool.h"
 #include "recovery/write_admission.h"
 #include "rocksdb/utilities/stackable_db.h"
 #include "rocksdb/version.h"
+#include "rocksdb_common/watermark.h"
 
 namespace flintkv {
 namespace recovery {

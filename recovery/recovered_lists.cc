@@ -3,8 +3,8 @@
 #include <cstdio>
 #include <memory>
 
-#include "memtable/rocksdb/memtable_meta.h"
 #include "rocksdb/env.h"
+#include "rocksdb_common/memtable_meta.h"
 
 namespace flintkv {
 namespace recovery {

@@ -16,7 +16,6 @@
 
 #include "flintkv/rocksdb_memtable.h"
 #include "memtable/rocksdb/recovery_port.h"
-#include "memtable/rocksdb/watermark.h"
 #include "recovery/pool_claim.h"
 #include "recovery/progress.h"
 #include "recovery/recovered_lists.h"
@@ -27,6 +26,7 @@
 #include "recovery/sst_ingest.h"
 #include "recovery/triage.h"
 #include "rocksdb_common/crash_point.h"
+#include "rocksdb_common/watermark.h"
 
 namespace flintkv {
 

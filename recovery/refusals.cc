@@ -1,8 +1,8 @@
 #include "recovery/refusals.h"
 
-#include "memtable/rocksdb/memtable_meta.h"
 #include "recovery/recovered_lists.h"
 #include "rocksdb/table_properties.h"
+#include "rocksdb_common/memtable_meta.h"
 
 namespace flintkv {
 namespace recovery {

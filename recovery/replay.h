@@ -39,7 +39,6 @@
 
 #include "flintkv/recovery.h"
 #include "memtable/list_walk.h"
-#include "memtable/rocksdb/memtable_entry.h"
 #include "pmem/layout.h"
 #include "pmem/pool.h"
 #include "rocksdb/comparator.h"
@@ -47,12 +46,13 @@
 #include "rocksdb/utilities/debug.h"
 #include "rocksdb/wide_columns.h"
 #include "rocksdb/write_batch.h"
+#include "rocksdb_common/memtable_entry.h"
 
 namespace flintkv {
 namespace replay {
 
 // Entry types and the entry decoding are the adapter's
-// (memtable/rocksdb/memtable_entry.h).
+// (rocksdb_common/memtable_entry.h).
 using rocks::kTypeDeletion;
 using rocks::kTypeMerge;
 using rocks::kTypeSingleDeletion;

@@ -20,14 +20,15 @@
 #include <cstddef>
 #include <cstdint>
 
-#include "memtable/rocksdb/memtable_entry.h"
-#include "memtable/rocksdb/rocksdb_version_gate.h"
 #include "rocksdb/slice.h"
+#include "rocksdb_common/memtable_entry.h"
+#include "rocksdb_common/rocksdb_version_gate.h"
 
 static_assert(FLINTKV_ROCKSDB_CHECKED,
               "unchecked RocksDB version: check MemTable::UpdateEntryChecksum "
               "(db/memtable.cc), ProtectionInfo (db/kv_checksum.h) and "
-              "NPHash64 (util/hash.h), then rocksdb_version_gate.h");
+              "NPHash64 (util/hash.h), then "
+              "rocksdb_common/rocksdb_version_gate.h");
 
 namespace rocksdb {
 // util/hash.h: not a public header; defined in librocksdb (util/hash.cc).

@@ -8,11 +8,11 @@
 #include <vector>
 
 #include "flintkv/recovery.h"
-#include "memtable/rocksdb/watermark.h"
 #include "pmem/layout.h"
 #include "pmem/pool.h"
 #include "rocksdb/db.h"
 #include "rocksdb/status.h"
+#include "rocksdb_common/watermark.h"
 
 namespace flintkv {
 namespace recovery {

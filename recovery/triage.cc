@@ -3,12 +3,12 @@
 #include <algorithm>
 #include <utility>
 
-#include "memtable/rocksdb/memtable_meta.h"
 #include "recovery/copy_spans.h"
 #include "recovery/progress.h"
 #include "recovery/recovered_lists.h"
 #include "rocksdb/metadata.h"
 #include "rocksdb_common/crash_point.h"
+#include "rocksdb_common/memtable_meta.h"
 #include "rocksdb_common/status_convert.h"
 
 namespace flintkv {

@@ -1,7 +1,5 @@
-// flintkv::Status -> rocksdb::Status, for every API that answers RocksDB:
-// the adapter's (memtable/rocksdb/) and recovery's (recovery/), which
-// share it and nothing else of each other's but memtable/rocksdb/
-// recovery_port.h. Thread safety: stateless.
+// flintkv::Status -> rocksdb::Status, for every API that answers RocksDB.
+// Thread safety: stateless.
 #pragma once
 
 #include <string>

@@ -10,7 +10,6 @@
 
 #include "flintkv/rocksdb_memtable.h"
 #include "memtable/rocksdb/flintkv_rep.h"
-#include "memtable/rocksdb/memtable_meta.h"
 #include "memtable/rocksdb/option_checks.h"
 #include "memtable/rocksdb/pool_session.h"
 #include "memtable/rocksdb/space_wait.h"
@@ -20,6 +19,7 @@
 #include "rocksdb/options.h"
 #include "rocksdb/utilities/object_registry.h"
 #include "rocksdb/utilities/options_type.h"
+#include "rocksdb_common/memtable_meta.h"
 #include "rocksdb_common/status_convert.h"
 
 namespace flintkv {

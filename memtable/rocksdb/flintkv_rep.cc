@@ -8,12 +8,12 @@
 #include "memtable/coding.h"
 #include "memtable/rocksdb/iterator_cache.h"
 #include "memtable/rocksdb/lookup_key_layout.h"
-#include "memtable/rocksdb/memtable_meta.h"
 #include "memtable/rocksdb/space_wait.h"
 #include "memtable/thread_id.h"
 #include "rocksdb/env.h"
 #include "rocksdb/version.h"
 #include "rocksdb_common/crash_point.h"
+#include "rocksdb_common/memtable_meta.h"
 
 namespace flintkv {
 namespace rocks {

@@ -6,13 +6,12 @@
 // LevelDB and identical in RocksDB 7.8.3, 9.10.0 and 9.11.2.
 #pragma once
 
-#include "memtable/rocksdb/rocksdb_version_gate.h"
 #include "rocksdb/memtablerep.h"
+#include "rocksdb_common/rocksdb_version_gate.h"
 
-static_assert(
-    FLINTKV_ROCKSDB_CHECKED,
-    "unchecked RocksDB version: check rocksdb::LookupKey's layout "
-    "(db/lookup_key.h), then memtable/rocksdb/rocksdb_version_gate.h");
+static_assert(FLINTKV_ROCKSDB_CHECKED,
+              "unchecked RocksDB version: check rocksdb::LookupKey's layout "
+              "(db/lookup_key.h), then rocksdb_common/rocksdb_version_gate.h");
 
 namespace flintkv {
 namespace rocks {

@@ -17,15 +17,15 @@
 #include <cstdint>
 #include <cstring>
 
-#include "memtable/rocksdb/rocksdb_version_gate.h"
 #include "rocksdb/comparator.h"
 #include "rocksdb/memtablerep.h"
+#include "rocksdb_common/rocksdb_version_gate.h"
 
 static_assert(FLINTKV_ROCKSDB_CHECKED,
               "unchecked RocksDB version: check rocksdb::MemTable::"
               "KeyComparator's layout (db/memtable.h, db/dbformat.h, "
               "util/user_comparator_wrapper.h), then "
-              "memtable/rocksdb/rocksdb_version_gate.h");
+              "rocksdb_common/rocksdb_version_gate.h");
 
 // vtable for rocksdb::MemTable::KeyComparator (Itanium C++ ABI).
 extern "C" const char flintkv_memtable_key_comparator_vtable[] __asm__(

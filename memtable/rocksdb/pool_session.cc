@@ -15,8 +15,8 @@
 #include "memtable/rocksdb/db_binding.h"
 #include "memtable/rocksdb/db_location.h"
 #include "memtable/rocksdb/wal_coverage.h"
-#include "memtable/rocksdb/watermark.h"
 #include "pmem/persist.h"
+#include "rocksdb_common/watermark.h"
 
 namespace flintkv {
 namespace rocks {
@@ -251,8 +251,8 @@ bool PoolSession::EndedEmptyListLocked(const pmem::ListRoot* l) const {
 
 void PoolSession::ClearStaleWatermarkLocked() {
   // No leftover memtable holds an entry, so a watermark left enabled by a
-  // wrapper that crashed with empty memtables filters nothing that exists;
-  // a plain-factory run that follows never publishes it, and recovery
+  // run that crashed with empty memtables filters nothing that exists; a
+  // run that follows and does not publish W never updates it, and recovery
   // would drop that run's writes as "above W". An unfinished recovery
   // epoch (R set) is finished the same way: nothing is left.
   Watermark wm(pool_.get());

@@ -133,9 +133,9 @@
 #include <vector>
 
 #include "flintkv/status.h"
-#include "memtable/rocksdb/memtable_meta.h"
 #include "memtable/rocksdb/recovery_port.h"
 #include "pmem/pool.h"
+#include "rocksdb_common/memtable_meta.h"
 
 namespace flintkv {
 namespace rocks {

@@ -1,8 +1,7 @@
 // RecoveryPort: all that bringing a pool's leftover memtables back into a
 // RocksDB database, and a DB that recovers at every open, may ask of the
-// RocksDB adapter (recovery/ uses nothing else of it). A port is a handle
-// on this process's session of one pool (pool_session.h), kept alive while
-// a copy of the port lives:
+// RocksDB adapter. A port is a handle on this process's session of one
+// pool (pool_session.h), kept alive while a copy of the port lives:
 //   - open the pool (existing, or created for a new DB);
 //   - claim its leftovers for the DB::Open of one DB, saying what kind of
 //     open that is (OpenKind); read the claimed lists; finish the claim
@@ -10,11 +9,10 @@
 //   - list and discard leftovers of a DB that no longer exists;
 //   - check the options of a column family or DB changed after the open,
 //     and report a flush the memtables did not see (range tombstones).
-// The records both sides read and write in the pool are the shared data
-// contract, in their own headers: memtable_meta.h (a list's stamp),
-// memtable_entry.h (an entry's encoding) and watermark.h (the root words W
-// and R). The walks over a list use the pool (pool()) and
-// memtable/list_walk.h.
+// The records in the pool are read and written with their own headers, in
+// rocksdb_common/: memtable_meta.h (a list's stamp), memtable_entry.h (an
+// entry's encoding) and watermark.h (the root words W and R). The walks
+// over a list use the pool (pool()) and memtable/list_walk.h.
 // Thread safety: every member is thread-safe. A claim is its thread's: the
 // DB::Open it is for must run on the same thread.
 #pragma once

@@ -15,11 +15,11 @@
 #include <string_view>
 
 #include "memtable/list_walk.h"
-#include "memtable/rocksdb/memtable_entry.h"
-#include "memtable/rocksdb/memtable_meta.h"
 #include "rocksdb/file_checksum.h"
 #include "rocksdb/version.h"
 #include "rocksdb/write_batch.h"
+#include "rocksdb_common/memtable_entry.h"
+#include "rocksdb_common/memtable_meta.h"
 
 namespace flintkv {
 namespace rocks {

@@ -16,11 +16,11 @@
 #include "flintkv/open_db.h"
 #include "flintkv/recovery.h"
 #include "memtable/list_walk.h"
-#include "memtable/rocksdb/memtable_meta.h"
 #include "memtable/rocksdb/pool_session.h"
-#include "memtable/rocksdb/watermark.h"
 #include "pmem/persist.h"
 #include "recovery/replay.h"
+#include "rocksdb_common/memtable_meta.h"
+#include "rocksdb_common/watermark.h"
 #include "tests/recovery/rocksdb_scenario.h"
 
 namespace flintkv {

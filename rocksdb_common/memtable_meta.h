@@ -1,5 +1,6 @@
-// What the RocksDB adapter keeps in a memtable list's ListRoot::user area
-// (part of the pool format, see docs/nvm_layout.md).
+// MemtableMeta: the record a RocksDB memtable's list keeps in its
+// ListRoot::user area (part of the pool format, see docs/nvm_layout.md):
+// the DB life and column family that wrote the list, and its recovery state.
 #pragma once
 
 #include <cstdint>
@@ -12,25 +13,25 @@ namespace rocks {
 
 constexpr uint64_t kMemtableMetaMagic = 0x314154454d544e46ull;  // "FNTMETA1"
 // MemtableMeta::recovery_state: a recovery found this list's data missing
-// from the SST files and will replay it (recovery/triage.cc).
+// from the SST files and will replay it.
 constexpr uint32_t kReplayPending = 1;
 // MemtableMeta::recovery_state of a memtable created with a live life's
 // info Logger after its DB::Open finished, for a column family that life
-// already has a mutable memtable of (pool_session.h S6): a read-only or
-// secondary instance sharing the primary's Logger, or the primary's next
-// memtable, which RocksDB creates just before it seals the current one on
-// the same thread. The seal confirms it (state 0); until then it holds
-// nothing of the primary's, and a list still in this state is never a
-// leftover: it is dropped, never replayed.
+// already has a mutable memtable of (S6): a read-only or secondary
+// instance sharing the primary's Logger, or the primary's next memtable,
+// which RocksDB creates just before it seals the current one on the same
+// thread. The seal confirms it (state 0); until then it holds nothing of
+// the primary's, and a list still in this state is never a leftover: it is
+// dropped, never replayed.
 constexpr uint32_t kOwnerPending = 2;
 // MemtableMeta::recovery_state of a list whose column family its life
-// dropped (pool_session.h S7), set before the drop's MANIFEST edit:
-// recovery into a DB that still has that family refuses (the DB is older
-// than the drop: a restored copy); into the DB that dropped it, the list
-// is discarded with its family.
+// dropped (S7), set before the drop's MANIFEST edit: recovery into a DB
+// that still has that family refuses (the DB is older than the drop: a
+// restored copy); into the DB that dropped it, the list is discarded with
+// its family.
 constexpr uint32_t kFamilyDropped = 3;
 // MemtableMeta::incarnation of a read-only or secondary instance's
-// memtable (pool_session.h): WAL replay only, never recovered.
+// memtable: WAL replay only, never recovered.
 constexpr uint64_t kUnownedIncarnation = ~0ull;
 // Interrupted recoveries of one list whose copies recovery can recognise.
 constexpr int kMaxCopySpans = 4;
@@ -38,10 +39,11 @@ constexpr int kMaxCopySpans = 4;
 struct MemtableMeta {
   uint64_t magic;
   uint32_t column_family_id;
-  // 0, or kReplayPending (set by flintkv recovery), as a pmem::CheckedWord
-  // (salt kRecoveryStateSalt); bare in lists of pool format 1.
+  // 0, kReplayPending, kOwnerPending or kFamilyDropped, as a
+  // pmem::CheckedWord (salt kRecoveryStateSalt); bare in lists of pool
+  // format 1.
   uint32_t recovery_state;
-  uint64_t created_micros;  // wall clock, for `flintkv_tool inspect`
+  uint64_t created_micros;  // creation time, microseconds since the epoch
   // P11: each recovery that replays this list gives its copies sequence
   // numbers in one span (first, last], stored as first + 1, last + 1 in the
   // next free pair; it persists first before writing the first copy and
@@ -49,21 +51,20 @@ struct MemtableMeta {
   // means that recovery died while replaying the list, and the next one
   // closes the span at the sequence number it opens the DB with).
   uint64_t copy_spans[2 * kMaxCopySpans];
-  // S3 (pool_session.h): the DB life that wrote the list, its family (the
-  // first life of an unbroken chain of lives each of which recovered the
-  // one before) and a hash of the DB's IDENTITY (0: unknown, the plain
-  // factory is never told its DB). All 0 in lists written before these
-  // fields existed (they were reserved, zero).
+  // S3: the DB life that wrote the list, its family (the first life of an
+  // unbroken chain of lives each of which recovered the one before) and a
+  // hash of the DB's IDENTITY (0: unknown, the plain factory is never told
+  // its DB). All 0 in lists written before these fields existed (they were
+  // reserved, zero).
   uint64_t incarnation;
   uint64_t family;
   uint64_t db_id_hash;
   // A sequence number the DB's MANIFEST had reached before the list was
   // created or while it was live (a flush of the list's life installed an
-  // SST file holding an entry this new, see FlintRep::max_seq_; or
-  // the recovery that began the life left the DB there): the DB that wrote
-  // the list has a last sequence at least this large, and a copy of it
-  // taken before that point lacks writes the list builds on (0: none known,
-  // or a list older than the field).
+  // SST file holding an entry this new, or the recovery that began the life
+  // left the DB there): the DB that wrote the list has a last sequence at
+  // least this large, and a copy of it taken before that point lacks writes
+  // the list builds on (0: none known, or a list older than the field).
   uint64_t flushed_floor;
   // MetaCheck of the fields fixed at creation (magic, column family, time,
   // incarnation, family, DB identity hash); 0 in lists of pool format 1,
@@ -144,10 +145,10 @@ inline MemtableMeta* MutableMetaOf(pmem::ListRoot* root) {
   return reinterpret_cast<MemtableMeta*>(root->user);
 }
 
-// "" if a memtable list's metadata is intact, else what is damaged. The
-// adapter never writes a batch record or a durable cut (it inserts one
-// entry at a time, always durably), so a set one is a flipped bit: read as
-// an unfinished batch, it made recovery drop every entry.
+// "" if a memtable list's metadata is intact, else what is damaged. A
+// memtable list never has a batch record or a durable cut (its entries are
+// inserted one at a time, each durably), so a set one is a flipped bit:
+// read as an unfinished batch, it made recovery drop every entry.
 inline const char* MemtableListDamage(const pmem::ListRoot& l) {
   if (l.batch_mode != 0 || l.commit_version != 0 || l.durable_cut != 0) {
     return "its batch record or durable cut is set, which a memtable list "

@@ -7,7 +7,7 @@
 //   memtable/rocksdb/memtable_comparator_layout.h
 //                                         MemTable::KeyComparator's layout
 //   recovery/rocksdb_entry_checksum.h     the per-key memtable checksum
-//   memtable/rocksdb/memtable_entry.h     the memtable entry value types
+//   rocksdb_common/memtable_entry.h       the memtable entry value types
 // A RocksDB outside this list fails to compile (tests/CMakeLists.txt
 // checks that with a fake version.h) instead of misreading memory; to add
 // one, re-check each file against its sources and extend the list.

@@ -1,7 +1,8 @@
-// Watermark: the published-sequence commit point of flintkv::OpenDB's
-// wrapper, kept in the pool root's user words (docs/nvm_layout.md):
+// Watermark: the record of published sequence numbers and of an unfinished
+// recovery, kept in the pool root's user words (part of the pool format,
+// docs/nvm_layout.md):
 //   user[0]  W      highest RocksDB sequence number whose Write returned
-//   user[1]  kWatermarkEnabled while a wrapper owns the pool, else 0
+//   user[1]  kWatermarkEnabled while the pool's DB publishes W, else 0
 //   user[2]  R + 1  recovery flushed everything up to sequence R and is
 //                   dropping the replayed lists (0: no recovery under way)
 //   user[3]  kRootWordsChecked once W and R + 1 are written as checked
@@ -49,7 +50,7 @@ class Watermark {
   // the checked-words mark) and the recovery record (R + 1 and the mark).
   // Read nothing else of a word that fails.
   // A W nobody reads (the switch off: after a clean close) is not checked;
-  // the next wrapper open rewrites it.
+  // it is rewritten before the switch is turned on again (Enable).
   bool watermark_intact() const {
     uint64_t v;
     return MarkIntact() && (Load(1) == 0 || (Load(1) == kWatermarkEnabled &&
@@ -84,7 +85,7 @@ class Watermark {
   }
   void SetPublished(uint64_t seq) { StoreSeq(0, seq); }
   // From now on W and R + 1 are checked (every DB open: then a flipped bit
-  // in R is found also in pools no wrapper ever opened). P8a: bare words are
+  // in R is found also in pools never switched on). P8a: bare words are
   // rewritten checked before the mark is written (a crash between leaves
   // checked words, which decode either way), and the pool is marked as the
   // current format first.
@@ -103,6 +104,7 @@ class Watermark {
     __atomic_store_n(&w_[3], kRootWordsChecked, __ATOMIC_RELEASE);
     pmem::PmemPersist::Persist(&w_[3], sizeof(uint64_t));
   }
+  // Turns the switch on; W must be written first (SetPublished).
   void Enable() { Store(1, kWatermarkEnabled); }
   void Disable() { Store(1, 0); }
 
@@ -111,7 +113,8 @@ class Watermark {
   void BeginReset(uint64_t seq) { StoreSeq(2, seq + 1); }
   // R (valid while reset_pending()).
   uint64_t reset_seq() const { return Value(2) - 1; }
-  // Forgets a reset record that cannot be this DB's (see RecoverInto).
+  // Forgets a reset record without finishing it (damaged, or not this DB's:
+  // R above its last sequence).
   void CancelReset() { Store(2, 0); }
   void FinishReset() {
     uint64_t r = Value(2);

@@ -1,6 +1,5 @@
-// A RocksDB memtable entry as FlintRep stores it in a list node (the bytes
-// RocksDB hands MemTableRep::Insert), decoded: read by recovery (replay.h)
-// and by the WAL coverage check (wal_coverage.h).
+// A RocksDB memtable entry as a memtable list's node holds it (the bytes
+// RocksDB hands MemTableRep::Insert, kept as they are), decoded.
 // Thread safety: stateless. Persistence: reads only.
 #pragma once
 
@@ -8,15 +7,15 @@
 #include <cstring>
 
 #include "memtable/coding.h"
-#include "memtable/rocksdb/rocksdb_version_gate.h"
 #include "pmem/layout.h"
 #include "rocksdb/slice.h"
+#include "rocksdb_common/rocksdb_version_gate.h"
 
 static_assert(FLINTKV_ROCKSDB_CHECKED,
               "unchecked RocksDB version: check the memtable value types "
               "(ValueType in db/dbformat.h) and the TimedPut value packing "
               "(db/seqno_to_time_mapping.cc), then "
-              "memtable/rocksdb/rocksdb_version_gate.h");
+              "rocksdb_common/rocksdb_version_gate.h");
 
 namespace flintkv {
 namespace rocks {
