@@ -18,13 +18,11 @@ flintkv_bench prints the page size each directory gives in its header.
 Results: docs/results/performance.md, "Pool page size".
 """
 import os
-import re
 import statistics
-import subprocess
 import sys
 
-RUN_RE = re.compile(r"^run \d+/\d+ (\S+)\s+threads=(\d+)\s+num=(\d+)\s+"
-                    r"(\d+) ops/s.*cpus\s+([0-9.]+)")
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from ab_bench import run_bench  # noqa: E402
 
 
 def main():
@@ -42,16 +40,9 @@ def main():
         for t in threads:
             for d in order:
                 io = impls if r % 2 == 0 else list(reversed(impls))
-                cmd = [binary, f"--num={num}", f"--threads={t}",
-                       f"--impl={','.join(io)}", "--repeats=1",
-                       "--verify=sample", f"--pool_dir={dirs[d]}"] + extra
-                out = subprocess.run(cmd, capture_output=True, text=True,
-                                     check=True)
-                for line in (out.stdout + out.stderr).splitlines():
-                    m = RUN_RE.match(line)
-                    if m:
-                        res.setdefault((t, d, m.group(1)), []).append(
-                            float(m.group(4)))
+                got = run_bench(binary, t, num, dirs[d], io, extra)
+                for impl, (ops, _) in got.items():
+                    res.setdefault((t, d, impl), []).append(ops)
 
     def ratio(a, b):
         return statistics.median(x / y for x, y in zip(res[a], res[b]))
