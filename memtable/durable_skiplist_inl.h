@@ -122,7 +122,8 @@ Status DurableSkipList<P>::PrepareOnce(pmem::NvmNode* node, IndexNode** inode,
   if (!*inode) return Status::NoSpace("out of DRAM for the index");
   node->version = pmem::kUncommittedVersion;
   node->next = 0;
-  if (!Faulty<P>(Fault::kNoNodeFlush)) {
+  if (!Faulty<P>(Fault::kNoNodeFlush) &&
+      !Probing<P>(MeasureProbe::kNoNodePersist)) {
     // P1: the node's lines after its first, flushed now (their write-back
     // overlaps locate) and fenced by Prepare's PERSIST_RANGE. The first line
     // (next, version, the rest of the header) is flushed by that
@@ -175,7 +176,9 @@ void DurableSkipList<P>::Prepare(PutAdv* adv, Slot* me) {
   pn->next = adv->succs[0] ? ToOffset(adv->succs[0]->pnode) : 0;
   static_assert(offsetof(pmem::NvmNode, next) == 0 && pmem::kNodeAlign >= 16,
                 "next and version lie in the node's first line");
-  if (Faulty<P>(Fault::kNoPrepareFence)) {
+  if (Probing<P>(MeasureProbe::kNoNodePersist)) {
+    // bench only: no write-back at all
+  } else if (Faulty<P>(Fault::kNoPrepareFence)) {
     P::Flush(&pn->next, sizeof(pn->next));
   } else {
     // P1: node body + successor durable before the combiner links it. The

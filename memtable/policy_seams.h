@@ -28,7 +28,7 @@
 //    leaves one part of a put out, to measure what that part costs. A
 //    probed list breaks the invariants (kNoLinkStore leaves no persistent
 //    list; kNoCombining is correct only while its lock is the only path to
-//    level 0).
+//    level 0; kNoNodePersist leaves nodes a crash may tear).
 //  Global-lock baseline (flintkv_bench's `globallock`):
 //    `static constexpr bool kGlobalLock = true` runs every phase of every
 //    update under one mutex, per-put durable (the paper's lock-based
@@ -75,6 +75,10 @@ enum class MeasureProbe : uint32_t {
   // releases with a plain store: no advertisement, no scan of the slots,
   // no status hand-off. What the combiner costs beyond a plain lock.
   kNoCombining = 1u << 1,
+  // PREPARE neither flushes the new node nor fences (P1 left out): what
+  // the put pays for its node's write-back before the link, the ceiling
+  // of any reordering of P1.
+  kNoNodePersist = 1u << 2,
 };
 
 // The seams, for Declares<P>() (the tests assert each seam of their

@@ -11,6 +11,7 @@
 // (PmemPersist, per-put) or volatile (NoPersist), probes:
 //   nolink     no store (nor flush) into the predecessor's PMEM line
 //   nocombine  Attach is a plain lock around the thread's own link
+//   nonodepersist  Prepare neither flushes the node nor fences (no P1)
 //   nostats    SkipListOptions::write_stats off (an option, not a probe:
 //              the WriteStats counters and their clock reads)
 // A probed run's persistent list is not checked (it is not a list with

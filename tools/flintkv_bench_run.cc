@@ -358,6 +358,8 @@ bool ParseProbe(const std::string& impl, std::string* base, uint32_t* mask,
       *mask |= static_cast<uint32_t>(memtable::MeasureProbe::kNoLinkStore);
     } else if (p == "nocombine") {
       *mask |= static_cast<uint32_t>(memtable::MeasureProbe::kNoCombining);
+    } else if (p == "nonodepersist") {
+      *mask |= static_cast<uint32_t>(memtable::MeasureProbe::kNoNodePersist);
     } else if (p == "nostats") {
       *stats = false;
     } else {
@@ -368,25 +370,23 @@ bool ParseProbe(const std::string& impl, std::string* base, uint32_t* mask,
   return true;
 }
 
-template <class Base>
+constexpr uint32_t kAllProbes =
+    static_cast<uint32_t>(memtable::MeasureProbe::kNoLinkStore) |
+    static_cast<uint32_t>(memtable::MeasureProbe::kNoCombining) |
+    static_cast<uint32_t>(memtable::MeasureProbe::kNoNodePersist);
+
+// One list type per probe mask: mask M runs Probed<Base, M>.
+template <class Base, uint32_t M = 0>
 RunResult RunProbed(const Config& c, SkipListOptions lo, uint32_t mask,
                     int run_id) {
-  constexpr uint32_t kLink =
-      static_cast<uint32_t>(memtable::MeasureProbe::kNoLinkStore);
-  constexpr uint32_t kComb =
-      static_cast<uint32_t>(memtable::MeasureProbe::kNoCombining);
-  switch (mask) {
-    case 0:
-      return RunOnce<Base>(c.impl, lo, false, c.num, c.threads, run_id);
-    case kLink:
-      return RunOnce<Probed<Base, kLink>>(c.impl, lo, false, c.num, c.threads,
-                                          run_id);
-    case kComb:
-      return RunOnce<Probed<Base, kComb>>(c.impl, lo, false, c.num, c.threads,
-                                          run_id);
-    default:
-      return RunOnce<Probed<Base, kLink | kComb>>(c.impl, lo, false, c.num,
-                                                  c.threads, run_id);
+  if constexpr (M > kAllProbes) {
+    Die(c.impl + ": unknown probe mask");
+  } else {
+    if (mask == M) {
+      return RunOnce<Probed<Base, M>>(c.impl, lo, false, c.num, c.threads,
+                                      run_id);
+    }
+    return RunProbed<Base, M + 1>(c, lo, mask, run_id);
   }
 }
 
