@@ -238,26 +238,40 @@ bool DurableSkipList<P>::ProcessPut(PutAdv* adv, uint64_t v, LinkMode mode,
   in->version.store(v, std::memory_order_relaxed);
   pred->next_[0].store(in, std::memory_order_release);  // visible to locate
   pmem::NvmNode* pred_pn = pred->pnode;
-  // The PMEM link is stored and flushed before the version: the version's
-  // line was written back by Prepare's PERSIST_RANGE moments ago and a
-  // store to it may wait for that write-back
-  // (docs/results/archive/listdb_gap.md); the link's write-back starts
-  // meanwhile. Nothing orders the two before the fence anyway (rule R1: a
-  // durable link to a node whose version is still MAX is dropped by recovery,
-  // P4).
-  if (!Probing<P>(MeasureProbe::kNoLinkStore)) pred_pn->next = ToOffset(pn);
-  if (!Faulty<P>(Fault::kNoLinkFlush) &&
-      !Probing<P>(MeasureProbe::kNoLinkStore)) {
-    // P2 / P15 / P16: fenced below (per-put), by the pass's group fence, or
-    // by the weak drain.
+  // The PMEM link is written before the version: the version's line was
+  // written back by Prepare's PERSIST_RANGE moments ago and a cached store
+  // to it may wait for that write-back (docs/results/archive/listdb_gap.md);
+  // the link's write-back starts meanwhile. Nothing orders the two before the
+  // fence anyway (rule R1: a durable link to a node whose version is still MAX
+  // is dropped by recovery, P4).
+  if (Probing<P>(MeasureProbe::kNoLinkStore)) {
+    // bench only: no link in PMEM
+  } else if (Faulty<P>(Fault::kNoLinkFlush)) {
+    pred_pn->next = ToOffset(pn);
+  } else if (mode == LinkMode::kWeak) {
+    // P16: flushed now, fenced by the weak drain, which may run on another
+    // thread and re-flushes the word: a cached store it can write back.
+    pred_pn->next = ToOffset(pn);
     P::Flush(&pred_pn->next, sizeof(pred_pn->next));
+  } else {
+    // P2 / P15: fenced below (per-put) or by the pass's group fence, both
+    // on this thread. Stored non-temporally: the predecessor's line is a
+    // random line of the pool, rarely cached, and a cached store would
+    // first read it in and then write it back.
+    P::StoreAndFlush(&pred_pn->next, ToOffset(pn));
   }
-  pn->version = v;
-  if (!Faulty<P>(Fault::kNoVersionFlush)) {
-    // Rule R1: flushed but not fenced here; the link's fence (P2), the
-    // group fence (P15) or the weak drain (P16) covers it, and a crash
-    // before that leaves version MAX, which recovery drops (P4).
+  // Rule R1: flushed but not fenced here; the link's fence (P2), the group
+  // fence (P15) or the weak drain (P16) covers it, and a crash before that
+  // leaves version MAX, which recovery drops (P4).
+  if (Faulty<P>(Fault::kNoVersionFlush)) {
+    pn->version = v;
+  } else if (mode == LinkMode::kWeak) {
+    pn->version = v;
     P::Flush(&pn->version, sizeof(pn->version));
+  } else {
+    // As the link, non-temporally: a cached store to the line P1 has just
+    // written back may read it in again or wait for that write-back.
+    P::StoreAndFlush(&pn->version, v);
   }
   if (mode == LinkMode::kPerPut) {
     // P2: the single fence of a PUT; durable link + version.

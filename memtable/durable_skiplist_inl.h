@@ -186,7 +186,6 @@ void DurableSkipList<P>::Prepare(PutAdv* adv, Slot* me) {
     // PrepareOnce left to this flush.
     CountedPersist(me, &pn->next, sizeof(pn->next));
   }
-  P::Prefetch(pn);  // the combiner writes pn->version next
 }
 
 template <class P>

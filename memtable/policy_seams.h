@@ -2,8 +2,8 @@
 //
 // The durable skiplist takes its persistence policy P as a template argument
 // (pmem/persist.h). A production policy (PmemPersist, NoPersist) declares
-// only persistence: kDurable, Flush, Fence, Persist, FullFence,
-// ReleaseWithFullFence, Prefetch. A policy written for a test or a benchmark
+// only persistence: kDurable, Flush, Fence, Persist, StoreAndFlush,
+// FullFence, ReleaseWithFullFence. A policy written for a test or a benchmark
 // may also declare any of the members below; the list reaches them only
 // through the functions of this header, which compile to nothing (a
 // constant false, an empty call) for a policy that does not declare them.

@@ -59,6 +59,18 @@ struct PmemPersist {
     Flush(p, n);
     Fence();
   }
+  // *p = v, durable after the next Fence() of this thread, as a store and
+  // Flush(p, 8) would be. A non-temporal store (MOVNTI): it bypasses the
+  // cache, so a line that is not cached is not read in first (no RFO) and
+  // nothing is left to write back. Weakly ordered and drained by SFENCE
+  // (docs/invariants.md, "Fences"); other threads may not see the value
+  // before this thread's Fence(). One word: a MOVNTI here rather than
+  // libpmem's bulk pmem_memcpy_nodrain.
+  static void StoreAndFlush(uint64_t* p, uint64_t v) {
+    _mm_stream_si64(reinterpret_cast<long long*>(p),  // NOLINT(runtime/int)
+                    static_cast<long long>(v));       // NOLINT(runtime/int)
+    if (internal::g_ns_per_line) internal::SpinNanos(internal::g_ns_per_line);
+  }
   // MFENCE: an SFENCE that also orders later loads (Alg. 1 line 40). Used
   // by the global-lock baseline; orders CLWB on Intel and AMD alike.
   static void FullFence() { _mm_mfence(); }
@@ -86,7 +98,6 @@ struct PmemPersist {
   static void ReleaseWithFullFence(std::atomic<bool>* lock) {
     lock->exchange(false, std::memory_order_seq_cst);
   }
-  static void Prefetch(const void* p) { __builtin_prefetch(p, 1, 3); }
 };
 
 struct NoPersist {
@@ -94,11 +105,11 @@ struct NoPersist {
   static void Flush(const void*, size_t) {}
   static void Fence() {}
   static void Persist(const void*, size_t) {}
+  static void StoreAndFlush(uint64_t* p, uint64_t v) { *p = v; }
   static void FullFence() {}
   static void ReleaseWithFullFence(std::atomic<bool>* lock) {
     lock->store(false, std::memory_order_release);
   }
-  static void Prefetch(const void* p) { __builtin_prefetch(p, 1, 3); }
 };
 
 }  // namespace pmem

@@ -269,6 +269,12 @@ struct SimPersist {
     Flush(p, n);
     Fence();
   }
+  // A non-temporal store is a store whose line may reach the domain at any
+  // time and must by the next fence: a store and a flush, as modelled.
+  static void StoreAndFlush(uint64_t* p, uint64_t v) {
+    *p = v;
+    Flush(p, sizeof(*p));
+  }
   // MFENCE drains this thread's flushes as SFENCE does (§2.3). The model
   // makes a fence's write-backs durable at the fence, for SFENCE and MFENCE
   // alike: their difference (whether later loads may pass) never decides
@@ -282,7 +288,6 @@ struct SimPersist {
   static void ReleaseWithFullFence(std::atomic<bool>* lock) {
     lock->store(false, std::memory_order_release);
   }
-  static void Prefetch(const void*) {}
   static void OnAdvertise() {
     if (SimDomain* d = SimDomain::Current()) d->NoteAdvertise();
   }
