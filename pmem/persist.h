@@ -51,8 +51,14 @@ struct PmemPersist {
       internal::SpinNanos(uint64_t{internal::g_ns_per_line} * LinesIn(p, n));
     }
   }
+  // pmem_drain is empty when libpmem flushes with CLFLUSH (no CLWB or
+  // CLFLUSHOPT, or PMEM_NO_CLWB=1 PMEM_NO_CLFLUSHOPT=1), which orders
+  // itself; StoreAndFlush's non-temporal stores need an SFENCE whatever the
+  // flush, as libpmem's own non-temporal copies add one. A second SFENCE
+  // right after pmem_drain's finds nothing left to drain.
   static void Fence() {
     pmem_drain();
+    _mm_sfence();
     if (internal::g_ns_per_fence) internal::SpinNanos(internal::g_ns_per_fence);
   }
   static void Persist(const void* p, size_t n) {

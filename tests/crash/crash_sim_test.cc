@@ -105,6 +105,18 @@ TEST_F(CrashSimTest, MultiThreaded) {
       static_cast<unsigned long long>(states));
 }
 
+// The first cache line of a fresh chunk of `region` (64-byte aligned).
+uint64_t* FirstLine(pmem::SimRegion* region) {
+  char* p = nullptr;
+  size_t len = 0;
+  if (!region->NewChunk(1, 256, pmem::ChunkFit::kAtLeast, false, &p, &len)
+           .ok()) {
+    return nullptr;
+  }
+  return reinterpret_cast<uint64_t*>((reinterpret_cast<uintptr_t>(p) + 63) &
+                                     ~uintptr_t{63});
+}
+
 // The simulator itself: thread A flushes a line, thread B then stores newer
 // content to it and persists it, then A fences. A's fence must not put A's
 // older snapshot back (hardware writes back the line as it is, never an
@@ -113,11 +125,9 @@ TEST_F(CrashSimTest, MultiThreaded) {
 TEST(SimDomainTest, FenceNeverMakesALineOlder) {
   pmem::SimRegion region(64 << 10, 4096);
   pmem::SimDomain dom(&region);
-  char* p = nullptr;
-  size_t len = 0;
-  ASSERT_TRUE(
-      region.NewChunk(1, 256, pmem::ChunkFit::kAtLeast, false, &p, &len).ok());
-  auto* word = reinterpret_cast<uint64_t*>(p);
+  uint64_t* line = FirstLine(&region);
+  ASSERT_NE(line, nullptr);
+  uint64_t* word = line;
   test::Steps steps;
   std::thread a([&] {
     pmem::SimDomain::ScopedThreadOverride scope(&dom);
@@ -146,6 +156,67 @@ TEST(SimDomainTest, FenceNeverMakesALineOlder) {
   uint64_t durable;
   std::memcpy(&durable, cs.durable.data() + region.ToOffset(word), 8);
   EXPECT_EQ(durable, 2u);
+}
+
+// A non-temporal store (SimPersist::StoreAndFlush) makes its word durable
+// at the fence, and nothing else of its line: a cached store next to it
+// stays volatile. Before the word model, the fence made the whole line
+// durable, more than MOVNTI does.
+TEST(SimDomainTest, NonTemporalStoreMakesOnlyItsWordDurable) {
+  pmem::SimRegion region(64 << 10, 4096);
+  pmem::SimDomain dom(&region);
+  pmem::SimDomain::ScopedThreadOverride scope(&dom);
+  uint64_t* line = FirstLine(&region);
+  ASSERT_NE(line, nullptr);
+  line[0] = 7;                                   // cached, never flushed
+  pmem::SimPersist::StoreAndFlush(&line[1], 9);  // non-temporal
+  pmem::CrashState before = dom.Capture("before");
+  bool word_alone = false;
+  for (const auto& c : before.candidates) {
+    uint64_t w[2];
+    std::memcpy(w, c.data + (region.ToOffset(line) - c.offset), 16);
+    if (c.offset == region.ToOffset(line) && w[0] == 0 && w[1] == 9) {
+      word_alone = true;
+    }
+  }
+  EXPECT_TRUE(word_alone) << "the word alone is an eviction candidate";
+  pmem::SimPersist::Fence();
+  pmem::CrashState cs = dom.Capture("end");
+  uint64_t durable[2];
+  std::memcpy(durable, cs.durable.data() + region.ToOffset(line), 16);
+  EXPECT_EQ(durable[1], 9u);
+  EXPECT_EQ(durable[0], 0u) << "the fence made the rest of the line durable";
+}
+
+// A word made durable by a non-temporal store stays durable when another
+// thread's older snapshot of its line is fenced afterwards.
+TEST(SimDomainTest, OlderLineSnapshotKeepsANewerDurableWord) {
+  pmem::SimRegion region(64 << 10, 4096);
+  pmem::SimDomain dom(&region);
+  uint64_t* line = FirstLine(&region);
+  ASSERT_NE(line, nullptr);
+  test::Steps steps;
+  std::thread a([&] {
+    pmem::SimDomain::ScopedThreadOverride scope(&dom);
+    line[0] = 1;
+    pmem::SimPersist::Flush(line, 8);  // snapshot: {1, 0}
+    steps.Set(1);
+    steps.WaitFor(2);
+    pmem::SimPersist::Fence();
+  });
+  steps.WaitFor(1);
+  {
+    pmem::SimDomain::ScopedThreadOverride scope(&dom);
+    pmem::SimPersist::StoreAndFlush(&line[1], 5);
+    pmem::SimPersist::Fence();
+  }
+  steps.Set(2);
+  a.join();
+  pmem::CrashState cs = dom.Capture("end");
+  uint64_t durable[2];
+  std::memcpy(durable, cs.durable.data() + region.ToOffset(line), 16);
+  EXPECT_EQ(durable[0], 1u);
+  EXPECT_EQ(durable[1], 5u) << "the older snapshot put the word back";
 }
 
 CampaignResult RunTimed(const std::string& name, const CampaignOptions& o) {

@@ -224,6 +224,20 @@ void SimDomain::Flush(const void* p, size_t n) {
   }
 }
 
+void SimDomain::FlushWord(const void* p) {
+  const uint64_t off = region_->ToOffset(p);
+  if (off % sizeof(uint64_t) != 0) std::abort();  // MOVNTI's aligned words
+  const uint64_t line = off & ~uint64_t{kCacheLine - 1};
+  std::lock_guard<std::mutex> g(mu_);
+  if (line + kCacheLine > region_->size()) return;  // not ours: ignore
+  Pending pe;
+  pe.offset = line;
+  pe.seq = ++flush_seq_;
+  pe.word = static_cast<int>((off - line) / sizeof(uint64_t));
+  RacyCopyLine(pe.data, region_->base() + line);  // only the word is used
+  pending_[std::this_thread::get_id()].push_back(pe);
+}
+
 std::string SimDomain::LabelOf(const std::vector<Pending>& p) const {
   if (p.empty()) return "empty";
   const uint64_t root = SimRegion::kRootOffset;
@@ -277,13 +291,41 @@ void SimDomain::FenceLocked() {
     hook_(this, idx, LabelOf(it == pending_.end() ? kNoPending : it->second));
   }
   if (it == pending_.end()) return;
-  for (const Pending& x : it->second) {
-    uint64_t& d = durable_seq_[x.offset];
-    if (x.seq <= d) continue;  // the image holds newer content already
+  for (const Pending& x : it->second) ApplyLocked(x);
+  it->second.clear();
+}
+
+void SimDomain::ApplyLocked(const Pending& x) {
+  uint64_t& d = durable_seq_[x.offset];
+  if (x.seq <= d) return;  // the image holds newer content already
+  auto words = durable_words_.find(x.offset);
+  if (x.word == kWholeLine) {
     d = x.seq;
     std::memcpy(durable_.data() + x.offset, x.data, kCacheLine);
+    if (words == durable_words_.end()) return;
+    // A word made durable after this snapshot was taken stays durable.
+    for (auto w = words->second.begin(); w != words->second.end();) {
+      if (w->second.seq > x.seq) {
+        std::memcpy(durable_.data() + x.offset + w->first * 8, &w->second.value,
+                    8);
+        ++w;
+      } else {
+        w = words->second.erase(w);  // the snapshot holds it, or newer
+      }
+    }
+    return;
   }
-  it->second.clear();
+  // One word: the line's durable seq stays (the rest of the line is not
+  // written back), the word remembers its own.
+  if (words != durable_words_.end()) {
+    auto w = words->second.find(x.word);
+    if (w != words->second.end() && w->second.seq >= x.seq) return;
+  }
+  DurableWord dw;
+  dw.seq = x.seq;
+  std::memcpy(&dw.value, x.data + x.word * 8, 8);
+  durable_words_[x.offset][x.word] = dw;
+  std::memcpy(durable_.data() + x.offset + x.word * 8, &dw.value, 8);
 }
 
 uint64_t SimDomain::DurableSeq(uint64_t offset) const {
@@ -342,9 +384,23 @@ CrashState SimDomain::CaptureLocked(uint64_t fence_index,
     if (std::memcmp(x.data, durable_.data() + x.offset, kCacheLine) == 0) {
       continue;
     }
-    if (!RacyLineDiffers(region_->base() + x.offset, x.data)) continue;
     CrashState::Line l;
     l.offset = x.offset;
+    if (x.word != kWholeLine) {
+      auto words = durable_words_.find(x.offset);
+      if (words != durable_words_.end()) {
+        auto w = words->second.find(x.word);
+        if (w != words->second.end() && w->second.seq >= x.seq) continue;
+      }
+      // The word alone may have reached NVM: the durable line with it.
+      std::memcpy(l.data, durable_.data() + x.offset, kCacheLine);
+      std::memcpy(l.data + x.word * 8, x.data + x.word * 8, 8);
+      if (std::memcmp(l.data, durable_.data() + x.offset, kCacheLine) != 0) {
+        cs.candidates.push_back(l);
+      }
+      continue;
+    }
+    if (!RacyLineDiffers(region_->base() + x.offset, x.data)) continue;
     std::memcpy(l.data, x.data, kCacheLine);
     cs.candidates.push_back(l);
   }

@@ -8,6 +8,10 @@
 //  - Flush(p, n) by thread T tags every cache line of [p, p+n) in T's
 //    pending set, together with the line's content at the time of the flush
 //    (the CLWB "tags the last write on x by the same thread").
+//  - FlushWord(p) (a non-temporal store) tags the aligned 8-byte word at p
+//    alone: T's fence makes that word durable and leaves the rest of its
+//    line as the durable image has it (a word made durable this way is
+//    kept when an older snapshot of its line lands later).
 //  - Fence() / FullFence() by T copies T's pending lines, with their
 //    flush-time content, into the durable image, unless the image already
 //    holds newer content of that line (made durable by another thread since
@@ -151,6 +155,10 @@ class SimDomain {
   SimDomain& operator=(const SimDomain&) = delete;
 
   void Flush(const void* p, size_t n);
+  // The write-back of one aligned 8-byte word (a non-temporal store): the
+  // next fence makes that word durable with its content now, and nothing
+  // else of its line.
+  void FlushWord(const void* p);
   void Fence();
   // Runs fn, then makes each [off, off+len) of `ranges` durable, all under
   // the domain lock: no crash state sees fn's stores half done (atomic
@@ -217,11 +225,20 @@ class SimDomain {
   };
 
  private:
+  static constexpr int kWholeLine = -1;
   struct Pending {
     uint64_t offset;
     uint64_t seq;  // order of the flush (newer content has a larger seq)
+    int word = kWholeLine;  // FlushWord: the word's index in the line
     char data[kCacheLine];
   };
+  // A word made durable by FlushWord's fence, newer than its line's
+  // durable snapshot: re-applied when an older snapshot of the line lands.
+  struct DurableWord {
+    uint64_t seq;
+    uint64_t value;
+  };
+  void ApplyLocked(const Pending& x);
   // Seq of the content the durable image holds for a line (0: initial).
   uint64_t DurableSeq(uint64_t offset) const;
   std::string LabelOf(const std::vector<Pending>& p) const;
@@ -235,6 +252,9 @@ class SimDomain {
   // snapshot only if it is newer than the durable one (another thread may
   // have made newer content of the line durable since the flush).
   std::unordered_map<uint64_t, uint64_t> durable_seq_;
+  // Per line offset, word index -> the newest word FlushWord made durable.
+  std::unordered_map<uint64_t, std::unordered_map<int, DurableWord>>
+      durable_words_;
   uint64_t flush_seq_ = 0;
   std::atomic<uint64_t> fences_{0};
   std::atomic<uint32_t> jitter_one_in_{0};
@@ -269,11 +289,11 @@ struct SimPersist {
     Flush(p, n);
     Fence();
   }
-  // A non-temporal store is a store whose line may reach the domain at any
-  // time and must by the next fence: a store and a flush, as modelled.
+  // A non-temporal store: the word may reach the domain at any time and
+  // does by the next fence; the rest of its line does not come with it.
   static void StoreAndFlush(uint64_t* p, uint64_t v) {
     *p = v;
-    Flush(p, sizeof(*p));
+    if (SimDomain* d = SimDomain::Current()) d->FlushWord(p);
   }
   // MFENCE drains this thread's flushes as SFENCE does (§2.3). The model
   // makes a fence's write-backs durable at the fence, for SFENCE and MFENCE
