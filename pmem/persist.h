@@ -5,7 +5,8 @@
 // made at compile time and costs nothing on the hot path:
 //  - PmemPersist: libpmem's pmem_flush (CLWB, else CLFLUSHOPT, else CLFLUSH,
 //    picked once by CPUID inside libpmem, which also keeps valgrind usable)
-//    and pmem_drain (SFENCE), plus the optional latency model.
+//    pmem_drain followed by an SFENCE (pmem_drain alone is empty under
+//    CLFLUSH), a non-temporal word store, plus the optional latency model.
 //  - NoPersist: no write-back and no fences. Only for the volatile baseline
 //    in benchmarks; never durable.
 //  - SimPersist (tests/crash/): records flushes and fences per thread.
@@ -84,8 +85,8 @@ struct PmemPersist {
   // line 40's full fence, kept from the paper (one locked instruction in
   // place of the release store, once per pass). Durability does NOT rest
   // on it (see "Fences" in docs/invariants.md): every path that
-  // acknowledges a write as durable has already issued Fence() (pmem_drain,
-  // an SFENCE) after its flushes, and that SFENCE is what orders the
+  // acknowledges a write as durable has already issued Fence() (an SFENCE
+  // after pmem_drain) after its flushes, and that SFENCE is what orders the
   // write-backs:
   //  - Intel SDM Vol. 2A, CLWB: "Executions of the CLWB instruction are
   //    ordered with respect to fence instructions and to locked

@@ -3,12 +3,12 @@
 //
 // Each loop iteration stores to one of 64 lines (all cached), then does one
 // of the variants below; the figure is rdtsc ticks per iteration (median of
-// 5 rounds). Flushes and fences are FlintKV's own (libpmem's pmem_flush =
-// CLWB where available, pmem_drain = SFENCE), as pmem::PmemPersist issues
-// them. On the project's AMD EPYC VM a load or store to a line whose flush
-// is in flight waits for its write-back (hundreds of ticks), while a flush
-// followed by work on other lines costs a few ticks: the write path must not
-// touch a node between its flush and the fence (or the next phase).
+// 5 rounds). Flushes and fences are libpmem's (pmem_flush = CLWB where
+// available, pmem_drain = SFENCE where the flush is CLWB or CLFLUSHOPT). On the
+// project's AMD EPYC VM a load or store to a line whose flush is in flight
+// waits for its write-back (hundreds of ticks), while a flush followed by work
+// on other lines costs a few ticks: the write path must not touch a node
+// between its flush and the fence (or the next phase).
 #include <libpmem.h>
 #include <x86intrin.h>
 

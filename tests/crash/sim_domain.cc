@@ -4,6 +4,7 @@
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
+#include <iterator>
 
 namespace flintkv {
 namespace pmem {
@@ -295,6 +296,15 @@ void SimDomain::FenceLocked() {
   it->second.clear();
 }
 
+void SimDomain::PutBackNewerWords(uint64_t line, uint64_t seq,
+                                  char* data) const {
+  auto words = durable_words_.find(line);
+  if (words == durable_words_.end()) return;
+  for (const auto& w : words->second) {
+    if (w.second.seq > seq) std::memcpy(data + w.first * 8, &w.second.value, 8);
+  }
+}
+
 void SimDomain::ApplyLocked(const Pending& x) {
   uint64_t& d = durable_seq_[x.offset];
   if (x.seq <= d) return;  // the image holds newer content already
@@ -303,15 +313,11 @@ void SimDomain::ApplyLocked(const Pending& x) {
     d = x.seq;
     std::memcpy(durable_.data() + x.offset, x.data, kCacheLine);
     if (words == durable_words_.end()) return;
-    // A word made durable after this snapshot was taken stays durable.
+    // A word made durable after this snapshot was taken stays durable; the
+    // others the snapshot holds, or newer.
+    PutBackNewerWords(x.offset, x.seq, durable_.data() + x.offset);
     for (auto w = words->second.begin(); w != words->second.end();) {
-      if (w->second.seq > x.seq) {
-        std::memcpy(durable_.data() + x.offset + w->first * 8, &w->second.value,
-                    8);
-        ++w;
-      } else {
-        w = words->second.erase(w);  // the snapshot holds it, or newer
-      }
+      w = w->second.seq > x.seq ? std::next(w) : words->second.erase(w);
     }
     return;
   }
@@ -402,6 +408,12 @@ CrashState SimDomain::CaptureLocked(uint64_t fence_index,
     }
     if (!RacyLineDiffers(region_->base() + x.offset, x.data)) continue;
     std::memcpy(l.data, x.data, kCacheLine);
+    // A word made durable since this snapshot was taken stays durable
+    // (as in ApplyLocked): the write-back cannot take it back in time.
+    PutBackNewerWords(x.offset, x.seq, l.data);
+    if (std::memcmp(l.data, durable_.data() + x.offset, kCacheLine) == 0) {
+      continue;
+    }
     cs.candidates.push_back(l);
   }
   for (uint64_t off = 0; off + kCacheLine <= used; off += kCacheLine) {

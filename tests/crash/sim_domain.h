@@ -239,6 +239,9 @@ class SimDomain {
     uint64_t value;
   };
   void ApplyLocked(const Pending& x);
+  // Copies into data (a copy of `line` taken at `seq`) every word FlushWord
+  // made durable after seq.
+  void PutBackNewerWords(uint64_t line, uint64_t seq, char* data) const;
   // Seq of the content the durable image holds for a line (0: initial).
   uint64_t DurableSeq(uint64_t offset) const;
   std::string LabelOf(const std::vector<Pending>& p) const;
