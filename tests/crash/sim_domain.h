@@ -230,7 +230,7 @@ class SimDomain {
     uint64_t offset;
     uint64_t seq;  // order of the flush (newer content has a larger seq)
     int word = kWholeLine;  // FlushWord: the word's index in the line
-    char data[kCacheLine];
+    alignas(8) char data[kCacheLine];  // copied a word at a time
   };
   // A word made durable by FlushWord's fence, newer than its line's
   // durable snapshot: re-applied when an older snapshot of the line lands.
