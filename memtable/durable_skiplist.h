@@ -316,6 +316,10 @@ class DurableSkipList {
   }
   // How ProcessPut makes its link durable.
   enum class LinkMode { kPerPut, kGroup, kWeak };
+  // *word = v, written back for the fence that `mode` names (ProcessPut's
+  // link and version words); `unflushed` (a mutant) leaves it unflushed.
+  static void WriteLinkWord(uint64_t* word, uint64_t v, LinkMode mode,
+                            bool unflushed);
   // Debug checks: the caller holds the combiner lock, or this is the
   // global-lock baseline (whose mutex covers every phase).
   void AssertCombinerOrGlobalLock() const {

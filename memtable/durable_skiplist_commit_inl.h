@@ -244,35 +244,16 @@ bool DurableSkipList<P>::ProcessPut(PutAdv* adv, uint64_t v, LinkMode mode,
   // the link's write-back starts meanwhile. Nothing orders the two before the
   // fence anyway (rule R1: a durable link to a node whose version is still MAX
   // is dropped by recovery, P4).
-  if (Probing<P>(MeasureProbe::kNoLinkStore)) {
-    // bench only: no link in PMEM
-  } else if (Faulty<P>(Fault::kNoLinkFlush)) {
-    pred_pn->next = ToOffset(pn);
-  } else if (mode == LinkMode::kWeak) {
-    // P16: flushed now, fenced by the weak drain, which may run on another
-    // thread and re-flushes the word: a cached store it can write back.
-    pred_pn->next = ToOffset(pn);
-    P::Flush(&pred_pn->next, sizeof(pred_pn->next));
-  } else {
-    // P2 / P15: fenced below (per-put) or by the pass's group fence, both
-    // on this thread. Stored non-temporally: the predecessor's line is a
-    // random line of the pool, rarely cached, and a cached store would
-    // first read it in and then write it back.
-    P::StoreAndFlush(&pred_pn->next, ToOffset(pn));
+  // P2 / P15: fenced below (per-put) or by the pass's group fence; P16: by
+  // the weak drain.
+  if (!Probing<P>(MeasureProbe::kNoLinkStore)) {  // bench only: no PMEM link
+    WriteLinkWord(&pred_pn->next, ToOffset(pn), mode,
+                  Faulty<P>(Fault::kNoLinkFlush));
   }
-  // Rule R1: flushed but not fenced here; the link's fence (P2), the group
-  // fence (P15) or the weak drain (P16) covers it, and a crash before that
-  // leaves version MAX, which recovery drops (P4).
-  if (Faulty<P>(Fault::kNoVersionFlush)) {
-    pn->version = v;
-  } else if (mode == LinkMode::kWeak) {
-    pn->version = v;
-    P::Flush(&pn->version, sizeof(pn->version));
-  } else {
-    // As the link, non-temporally: a cached store to the line P1 has just
-    // written back may read it in again or wait for that write-back.
-    P::StoreAndFlush(&pn->version, v);
-  }
+  // Rule R1: flushed but not fenced here; the fence that covers the link
+  // covers it, and a crash before that leaves version MAX, which recovery
+  // drops (P4).
+  WriteLinkWord(&pn->version, v, mode, Faulty<P>(Fault::kNoVersionFlush));
   if (mode == LinkMode::kPerPut) {
     // P2: the single fence of a PUT; durable link + version.
     CountedFence(me);
@@ -282,6 +263,25 @@ bool DurableSkipList<P>::ProcessPut(PutAdv* adv, uint64_t v, LinkMode mode,
     unpersisted_.push_back(&pred_pn->next);
   }
   return true;
+}
+
+template <class P>
+void DurableSkipList<P>::WriteLinkWord(uint64_t* word, uint64_t v,
+                                       LinkMode mode, bool unflushed) {
+  if (unflushed) {
+    *word = v;
+  } else if (mode == LinkMode::kWeak) {
+    // P16: the weak drain that fences it may run on another thread and
+    // re-flushes the word: a cached store, which that thread can write back.
+    *word = v;
+    P::Flush(word, sizeof(*word));
+  } else {
+    // P2 / P15: the fence is this thread's (per-put, or the pass's group
+    // fence). Non-temporal: the predecessor's line is a random line of the
+    // pool, rarely cached, and the new node's first line was just written
+    // back by P1; a cached store would first read the line in.
+    P::StoreAndFlush(word, v);
+  }
 }
 
 // PROCESS_WRITEBATCH (Alg. 4): every node gets version v = commit + 1.
