@@ -209,19 +209,23 @@ SimDomain::~SimDomain() {
   g_domain.compare_exchange_strong(self, nullptr);
 }
 
+void SimDomain::PendLocked(uint64_t line, int word) {
+  Pending pe;
+  pe.offset = line;
+  pe.seq = ++flush_seq_;
+  pe.word = word;
+  RacyCopyLine(pe.data, region_->base() + line);
+  pending_[std::this_thread::get_id()].push_back(pe);
+}
+
 void SimDomain::Flush(const void* p, size_t n) {
   if (n == 0) return;
   uint64_t first = region_->ToOffset(p) & ~uint64_t{kCacheLine - 1};
   uint64_t end = region_->ToOffset(p) + n;
   std::lock_guard<std::mutex> g(mu_);
-  std::vector<Pending>& mine = pending_[std::this_thread::get_id()];
   for (uint64_t off = first; off < end; off += kCacheLine) {
     if (off + kCacheLine > region_->size()) break;  // not ours: ignore
-    Pending pe;
-    pe.offset = off;
-    pe.seq = ++flush_seq_;
-    RacyCopyLine(pe.data, region_->base() + off);
-    mine.push_back(pe);
+    PendLocked(off, kWholeLine);
   }
 }
 
@@ -231,12 +235,8 @@ void SimDomain::FlushWord(const void* p) {
   const uint64_t line = off & ~uint64_t{kCacheLine - 1};
   std::lock_guard<std::mutex> g(mu_);
   if (line + kCacheLine > region_->size()) return;  // not ours: ignore
-  Pending pe;
-  pe.offset = line;
-  pe.seq = ++flush_seq_;
-  pe.word = static_cast<int>((off - line) / sizeof(uint64_t));
-  RacyCopyLine(pe.data, region_->base() + line);  // only the word is used
-  pending_[std::this_thread::get_id()].push_back(pe);
+  // The whole line is copied (LabelOf reads it); only the word is applied.
+  PendLocked(line, static_cast<int>((off - line) / sizeof(uint64_t)));
 }
 
 std::string SimDomain::LabelOf(const std::vector<Pending>& p) const {
@@ -308,10 +308,10 @@ void SimDomain::PutBackNewerWords(uint64_t line, uint64_t seq,
 void SimDomain::ApplyLocked(const Pending& x) {
   uint64_t& d = durable_seq_[x.offset];
   if (x.seq <= d) return;  // the image holds newer content already
-  auto words = durable_words_.find(x.offset);
   if (x.word == kWholeLine) {
     d = x.seq;
     std::memcpy(durable_.data() + x.offset, x.data, kCacheLine);
+    auto words = durable_words_.find(x.offset);
     if (words == durable_words_.end()) return;
     // A word made durable after this snapshot was taken stays durable; the
     // others the snapshot holds, or newer.
@@ -323,15 +323,19 @@ void SimDomain::ApplyLocked(const Pending& x) {
   }
   // One word: the line's durable seq stays (the rest of the line is not
   // written back), the word remembers its own.
-  if (words != durable_words_.end()) {
-    auto w = words->second.find(x.word);
-    if (w != words->second.end() && w->second.seq >= x.seq) return;
-  }
+  if (x.seq <= DurableWordSeq(x.offset, x.word)) return;
   DurableWord dw;
   dw.seq = x.seq;
   std::memcpy(&dw.value, x.data + x.word * 8, 8);
   durable_words_[x.offset][x.word] = dw;
   std::memcpy(durable_.data() + x.offset + x.word * 8, &dw.value, 8);
+}
+
+uint64_t SimDomain::DurableWordSeq(uint64_t line, int word) const {
+  auto words = durable_words_.find(line);
+  if (words == durable_words_.end()) return 0;
+  auto w = words->second.find(word);
+  return w == words->second.end() ? 0 : w->second.seq;
 }
 
 uint64_t SimDomain::DurableSeq(uint64_t offset) const {
@@ -393,11 +397,7 @@ CrashState SimDomain::CaptureLocked(uint64_t fence_index,
     CrashState::Line l;
     l.offset = x.offset;
     if (x.word != kWholeLine) {
-      auto words = durable_words_.find(x.offset);
-      if (words != durable_words_.end()) {
-        auto w = words->second.find(x.word);
-        if (w != words->second.end() && w->second.seq >= x.seq) continue;
-      }
+      if (x.seq <= DurableWordSeq(x.offset, x.word)) continue;
       // The word alone may have reached NVM: the durable line with it.
       std::memcpy(l.data, durable_.data() + x.offset, kCacheLine);
       std::memcpy(l.data + x.word * 8, x.data + x.word * 8, 8);

@@ -242,6 +242,11 @@ class SimDomain {
   // Copies into data (a copy of `line` taken at `seq`) every word FlushWord
   // made durable after seq.
   void PutBackNewerWords(uint64_t line, uint64_t seq, char* data) const;
+  // A pending write-back of `line` (kWholeLine, or one word of it) by
+  // this thread, with the line's content now.
+  void PendLocked(uint64_t line, int word);
+  // Seq of the newest write of one word FlushWord made durable (0: none).
+  uint64_t DurableWordSeq(uint64_t line, int word) const;
   // Seq of the content the durable image holds for a line (0: initial).
   uint64_t DurableSeq(uint64_t offset) const;
   std::string LabelOf(const std::vector<Pending>& p) const;
