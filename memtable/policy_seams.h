@@ -91,6 +91,7 @@ enum class Seam {
   kOnGcPredFound,
   kProbes,
   kGlobalLock,
+  kCount,  // not a seam: the number of seams, for HasSeams
 };
 
 namespace seams_detail {
@@ -136,6 +137,8 @@ constexpr bool Declares(Seam seam) {
       return HasProbes<P>::value;
     case Seam::kGlobalLock:
       return HasGlobalLock<P>::value;
+    case Seam::kCount:
+      break;
   }
   return false;
 }
@@ -143,10 +146,8 @@ constexpr bool Declares(Seam seam) {
 // True if P declares any seam of this header.
 template <class P>
 constexpr bool HasSeams() {
-  for (Seam s : {Seam::kFaulty, Seam::kOnAdvertise, Seam::kOnPassStart,
-                 Seam::kOnBeforePromote, Seam::kOnGcPredFound, Seam::kProbes,
-                 Seam::kGlobalLock}) {
-    if (Declares<P>(s)) return true;
+  for (int s = 0; s < static_cast<int>(Seam::kCount); s++) {
+    if (Declares<P>(static_cast<Seam>(s))) return true;
   }
   return false;
 }
